@@ -1,0 +1,32 @@
+"""Kafka reachability probe: an ApiVersions v0 request over a plain socket.
+
+ApiVersions is what every Kafka client sends first; any Kafka-protocol broker answers it
+without authentication. Request: size, api_key 18, api_version 0, correlation id, client id.
+Response: size, correlation id, error code, [api_key, min_version, max_version]...
+"""
+
+from __future__ import annotations
+
+import struct
+
+from hotstandby.probe import ProtocolError, request_frame
+
+__all__ = ["probe"]
+
+_API_VERSIONS = 18
+_CLIENT_ID = b"hotstandby-probe"
+
+
+def probe(host: str, port: int, timeout: float) -> str:
+    """Raise OSError/ProtocolError unless the broker answers ApiVersions; returns a summary."""
+    correlation_id = 0x4853  # "HS"
+    body = struct.pack(">hhih", _API_VERSIONS, 0, correlation_id, len(_CLIENT_ID)) + _CLIENT_ID
+    reply = request_frame(host, port, struct.pack(">i", len(body)) + body, timeout)
+    if len(reply) < 10:
+        raise ProtocolError(f"short ApiVersions response ({len(reply)} bytes)")
+    got_id, error_code, count = struct.unpack(">ihi", reply[:10])
+    if got_id != correlation_id:
+        raise ProtocolError(f"correlation id {got_id} != {correlation_id}")
+    if error_code != 0:
+        raise ProtocolError(f"ApiVersions error code {error_code}")
+    return f"kafka protocol, {count} APIs"

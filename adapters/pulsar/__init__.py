@@ -1,0 +1,1 @@
+"""Pulsar adapter (pulsar-client). Submodules import pulsar only where they need it."""

@@ -1,0 +1,79 @@
+"""Pulsar reachability probe: a CONNECT command over a plain socket, expecting CONNECTED.
+
+Frame: totalSize (int32) | commandSize (int32) | BaseCommand (protobuf). BaseCommand field 1
+is the type (CONNECT = 2, CONNECTED = 3, ERROR = 14), field 2 the CommandConnect
+(client_version = 1, protocol_version = 4), field 3 the CommandConnected (server_version = 1).
+"""
+
+from __future__ import annotations
+
+import struct
+
+from hotstandby.probe import ProtocolError, request_frame
+
+__all__ = ["probe"]
+
+_CONNECT, _CONNECTED, _ERROR = 2, 3, 14
+_PROTOCOL_VERSION = 21
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out.append(byte | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _fields(buf: bytes) -> dict[int, int | bytes]:
+    """Decode the varint and length-delimited fields of one protobuf message (last wins)."""
+    out: dict[int, int | bytes] = {}
+    pos = 0
+
+    def read_varint() -> int:
+        nonlocal pos
+        value = shift = 0
+        while True:
+            if pos >= len(buf):
+                raise ProtocolError("truncated protobuf varint")
+            byte = buf[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if not byte & 0x80:
+                return value
+
+    while pos < len(buf):
+        tag = read_varint()
+        field, wire = tag >> 3, tag & 7
+        if wire == 0:
+            out[field] = read_varint()
+        elif wire == 2:
+            size = read_varint()
+            out[field] = buf[pos : pos + size]
+            pos += size
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        else:
+            raise ProtocolError(f"unexpected protobuf wire type {wire}")
+    return out
+
+
+def probe(host: str, port: int, timeout: float) -> str:
+    """Raise OSError/ProtocolError unless the broker answers CONNECTED; returns its version."""
+    version = b"hotstandby-probe"
+    connect = b"\x0a" + _varint(len(version)) + version + b"\x20" + _varint(_PROTOCOL_VERSION)
+    command = b"\x08" + _varint(_CONNECT) + b"\x12" + _varint(len(connect)) + connect
+    frame = struct.pack(">ii", len(command) + 4, len(command)) + command
+    reply = request_frame(host, port, frame, timeout)
+    (size,) = struct.unpack(">i", reply[:4])
+    fields = _fields(reply[4 : 4 + size])
+    kind = fields.get(1)
+    if kind == _CONNECTED:
+        connected = fields.get(3, b"")
+        server = _fields(connected).get(1, b"") if isinstance(connected, bytes) else b""
+        return f"pulsar protocol, server {server.decode(errors='replace') if isinstance(server, bytes) else '?'}"
+    if kind == _ERROR:
+        raise ProtocolError("broker answered CONNECT with ERROR")
+    raise ProtocolError(f"unexpected reply command type {kind!r}")

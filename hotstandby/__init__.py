@@ -1,0 +1,50 @@
+"""hotstandby: Kafka and Pulsar clients that fail over between replicated clusters in-process.
+
+The config center (etcd) holds cluster definitions and routes; flipping a route's active
+cluster moves every hotstandby client of that route. Importing this package is cheap: it
+never imports confluent_kafka, pulsar, pyspark or the etcd client.
+"""
+
+from hotstandby.configcenter import ConfigCenter, MemoryStore, RouteChange, RouteWatcher
+from hotstandby.documents import ClusterSpec, Link, Route
+from hotstandby.errors import (
+    ConcurrentUpdateError,
+    ConfigCenterError,
+    ConfigCenterUnavailable,
+    ConfigError,
+    HotStandbyError,
+    MissingDependencyError,
+    RefClusterError,
+    StaleEpochError,
+    SwitchError,
+    UnknownClusterError,
+    UnknownRouteError,
+    ValidationError,
+)
+from hotstandby.settings import Settings
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ClusterSpec",
+    "ConcurrentUpdateError",
+    "ConfigCenter",
+    "ConfigCenterError",
+    "ConfigCenterUnavailable",
+    "ConfigError",
+    "HotStandbyError",
+    "Link",
+    "MemoryStore",
+    "MissingDependencyError",
+    "RefClusterError",
+    "Route",
+    "RouteChange",
+    "RouteWatcher",
+    "Settings",
+    "StaleEpochError",
+    "SwitchError",
+    "UnknownClusterError",
+    "UnknownRouteError",
+    "ValidationError",
+    "__version__",
+]

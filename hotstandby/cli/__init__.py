@@ -1,0 +1,53 @@
+"""The ``hotstandby`` command.
+
+Every command accepts ``--etcd HOST:PORT[,HOST:PORT]`` and ``--namespace`` (environment
+``HOTSTANDBY_ETCD`` and ``HOTSTANDBY_NAMESPACE``; defaults ``127.0.0.1:2379`` and
+``/hotstandby``) and ``--json``. Exit status: 0 done, 1 refused or failed (the reason on
+stderr), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from hotstandby import __version__
+from hotstandby.errors import HotStandbyError
+from hotstandby.logs import configure
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from hotstandby.cli import config_cmds, refcluster_cmds
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--etcd", metavar="HOST:PORT[,HOST:PORT]", help="config center endpoints (env HOTSTANDBY_ETCD)")
+    common.add_argument("--namespace", help="key prefix in etcd (env HOTSTANDBY_NAMESPACE, default /hotstandby)")
+    common.add_argument("--json", action="store_true", help="print one JSON document")
+    common.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
+
+    parser = argparse.ArgumentParser(prog="hotstandby", description="Failover between replicated Kafka/Pulsar clusters.")
+    parser.add_argument("--version", action="version", version=f"hotstandby {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    config_cmds.add_commands(sub, common)
+    refcluster_cmds.add_commands(sub, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``hotstandby`` console script."""
+    args = build_parser().parse_args(argv)
+    configure(("warning", "info", "debug")[min(args.verbose, 2)])
+    try:
+        return int(args.func(args))
+    except HotStandbyError as exc:
+        print(f"hotstandby: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

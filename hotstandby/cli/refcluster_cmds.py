@@ -1,0 +1,108 @@
+"""``hotstandby refcluster up|down|status``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from hotstandby.cli.output import emit, table
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.errors import ConfigCenterError
+from hotstandby.probe import probe_cluster
+from hotstandby.refcluster import COMPONENTS, Ports, RefCluster
+from hotstandby.refcluster.cluster import HOST
+
+__all__ = ["add_commands"]
+
+
+def _cluster(args: argparse.Namespace) -> RefCluster:
+    overrides = {}
+    for item in args.port or []:
+        name, sep, port = item.partition("=")
+        if not sep or not port.isdigit():
+            raise SystemExit(f"--port expects NAME=PORT, got {item!r}")
+        overrides[name] = int(port)
+    return RefCluster(args.dir, Ports().with_overrides(overrides), namespace=args.namespace or "/hotstandby")
+
+
+def up(args: argparse.Namespace) -> int:
+    rc = _cluster(args)
+    started = time.monotonic()
+
+    def progress(component: str, waited: float) -> None:
+        if not args.json:
+            print(f"  {component:<9} ready  ({waited:.2f} s)", file=sys.stderr)
+
+    if not args.json:
+        print(f"starting the reference cluster in {rc.dir}", file=sys.stderr)
+    fresh = rc.up(progress=progress, timeout=args.timeout)
+    elapsed = time.monotonic() - started
+    data = {"already_up": not fresh, "dir": str(rc.dir), "etcd": f"{HOST}:{rc.ports.etcd}", "seconds": round(elapsed, 2)}
+    human = (
+        f"reference cluster is already up in {rc.dir} (etcd {data['etcd']})"
+        if not fresh
+        else f"reference cluster up in {elapsed:.1f} s: etcd {data['etcd']}, routes orders (kafka-a) and payments (pulsar-a)"
+    )
+    emit(args.json, data, human)
+    return 0
+
+
+def down(args: argparse.Namespace) -> int:
+    rc = _cluster(args)
+    stopped = rc.down()
+    emit(args.json, {"stopped": stopped}, f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+    return 0
+
+
+def status(args: argparse.Namespace) -> int:
+    rc = _cluster(args)
+    state = rc.state()
+    if state is None:
+        emit(args.json, {"up": False, "dir": str(rc.dir), "components": []}, f"no reference cluster in {rc.dir}")
+        return 3
+    running = rc.running()
+    components: list[dict[str, Any]] = []
+    for name in COMPONENTS:
+        info = state["components"][name]
+        entry = {"name": name, "pid": info["pid"], "port": info["port"], "running": running[name], "log": info["log"]}
+        if name != "etcd" and running[name]:
+            result = probe_cluster(rc.cluster_spec(name), timeout=1.0)
+            entry.update(answering=result.ok, latency_ms=None if result.latency_ms is None else round(result.latency_ms, 2))
+        components.append(entry)
+    routes: list[dict[str, Any]] = []
+    if running["etcd"]:
+        try:
+            with ConfigCenter.open(rc.settings()) as center:
+                routes = [{"name": r.name, "active": r.active, "epoch": r.epoch} for r in center.routes().values()]
+        except ConfigCenterError as exc:
+            routes = [{"error": str(exc)}]
+    data = {"up": all(running.values()), "dir": str(rc.dir), "started_at": state["started_at"], "components": components, "routes": routes}
+    human = table(
+        ("COMPONENT", "PID", "PORT", "RUNNING", "ANSWERS", "LOG"),
+        [
+            (c["name"], c["pid"], c["port"], "yes" if c["running"] else "DEAD",
+             {True: "yes", False: "NO"}.get(c.get("answering")), c["log"])
+            for c in components
+        ],
+    )  # fmt: skip
+    if routes:
+        human += "\n\n" + table(("ROUTE", "ACTIVE", "EPOCH"), [(r.get("name"), r.get("active"), r.get("epoch")) for r in routes])
+    emit(args.json, data, human)
+    return 0 if data["up"] else 1
+
+
+def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
+    ref = sub.add_parser("refcluster", help="the bundled local reference cluster")
+    rsub = ref.add_subparsers(dest="action", required=True)
+    local = argparse.ArgumentParser(add_help=False)
+    local.add_argument("--dir", help="state, data and logs (default $HOTSTANDBY_REFCLUSTER_DIR or ~/.hotstandby/refcluster)")
+    local.add_argument("--port", action="append", metavar="NAME=PORT", help="override a port: etcd, etcd_peer, kafka-a, kafka-b, pulsar-a, pulsar-b")
+    p = rsub.add_parser("up", parents=[common, local], help="start etcd and the four brokers, register routes")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for every process to answer")
+    p.set_defaults(func=up)
+    p = rsub.add_parser("down", parents=[common, local], help="stop every process started by up")
+    p.set_defaults(func=down)
+    p = rsub.add_parser("status", parents=[common, local], help="processes, ports, logs, routes")
+    p.set_defaults(func=status)

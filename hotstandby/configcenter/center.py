@@ -1,0 +1,227 @@
+"""Typed access to the config center: clusters, routes, links, and route flips."""
+
+from __future__ import annotations
+
+import getpass
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hotstandby.configcenter.keys import Keys
+from hotstandby.configcenter.store import KeyValue, KVStore
+from hotstandby.documents import ClusterSpec, Link, Route, check_link, check_route, utc_now_iso
+from hotstandby.errors import (
+    ConcurrentUpdateError,
+    ConfigError,
+    HotStandbyError,
+    SwitchError,
+    UnknownClusterError,
+    UnknownRouteError,
+    ValidationError,
+)
+from hotstandby.logs import get_logger
+from hotstandby.settings import Settings
+
+if TYPE_CHECKING:
+    from hotstandby.configcenter.watcher import RouteChange, RouteWatcher
+
+__all__ = ["ConfigCenter", "Snapshot", "default_actor"]
+
+log = get_logger("hotstandby.configcenter")
+
+
+def default_actor() -> str:
+    """Who is making a change, for a route's ``by`` field: ``user@host``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything valid in the namespace at one revision, and what was not valid."""
+
+    revision: int
+    clusters: dict[str, ClusterSpec] = field(default_factory=dict)
+    routes: dict[str, Route] = field(default_factory=dict)
+    links: dict[tuple[str, str], Link] = field(default_factory=dict)
+    problems: list[HotStandbyError] = field(default_factory=list)
+
+
+class ConfigCenter:
+    """Reads, validates and writes hotstandby documents in a :class:`KVStore`."""
+
+    def __init__(self, store: KVStore, namespace: str = "/hotstandby") -> None:
+        self.store = store
+        self.keys = Keys(namespace)
+
+    @classmethod
+    def open(cls, settings: Settings | None = None) -> ConfigCenter:
+        """Connect to etcd as ``settings`` say (see :class:`~hotstandby.settings.Settings`)."""
+        from hotstandby.configcenter.etcd import EtcdStore
+
+        settings = settings or Settings.resolve()
+        return cls(EtcdStore(settings.etcd, timeout=settings.etcd_timeout), settings.namespace)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> ConfigCenter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _parse_cluster(self, kv: KeyValue) -> ClusterSpec:
+        (name,) = Keys.tail(kv.key, self.keys.clusters)
+        return ClusterSpec.from_json(name, kv.value, key=kv.key)
+
+    def _parse_route(self, kv: KeyValue) -> Route:
+        (name,) = Keys.tail(kv.key, self.keys.routes)
+        return Route.from_json(name, kv.value, key=kv.key)
+
+    def _parse_link(self, kv: KeyValue) -> Link:
+        source, target = Keys.tail(kv.key, self.keys.links)
+        return Link.from_json(source, target, kv.value, key=kv.key)
+
+    def clusters(self) -> dict[str, ClusterSpec]:
+        """Every valid cluster definition; invalid ones are logged and left out."""
+        kvs, _ = self.store.get_prefix(self.keys.clusters)
+        return self._parse_all(kvs, self._parse_cluster, lambda c: c.name, [])
+
+    def _parse_all(
+        self,
+        kvs: list[KeyValue],
+        parse: Callable[[KeyValue], object],
+        key_of: Callable[[object], object],
+        problems: list[HotStandbyError],
+    ) -> dict:  # type: ignore[type-arg]
+        out = {}
+        for kv in kvs:
+            try:
+                doc = parse(kv)
+            except (ValidationError, ValueError) as exc:
+                log.warning("document.invalid", key=kv.key, problem=str(exc))
+                problems.append(exc if isinstance(exc, HotStandbyError) else ValidationError(kv.key, str(exc)))
+                continue
+            out[key_of(doc)] = doc
+        return out
+
+    def snapshot(self) -> Snapshot:
+        """All clusters, routes and links; routes that reference bad clusters are problems."""
+        kvs, revision = self.store.get_prefix(self.keys.namespace + "/")
+        by_prefix: dict[str, list[KeyValue]] = {self.keys.clusters: [], self.keys.routes: [], self.keys.links: []}
+        for kv in kvs:
+            for prefix, bucket in by_prefix.items():
+                if kv.key.startswith(prefix):
+                    bucket.append(kv)
+        problems: list[HotStandbyError] = []
+        clusters = self._parse_all(by_prefix[self.keys.clusters], self._parse_cluster, lambda c: c.name, problems)
+        routes = self._parse_all(by_prefix[self.keys.routes], self._parse_route, lambda r: r.name, problems)
+        links = self._parse_all(
+            by_prefix[self.keys.links], self._parse_link, lambda lk: (lk.source, lk.target), problems
+        )
+        for name, route in list(routes.items()):
+            try:
+                check_route(route, clusters, key=self.keys.route(name))
+            except ConfigError as exc:
+                problems.append(exc)
+                del routes[name]
+        return Snapshot(revision, clusters, routes, links, problems)
+
+    def cluster(self, name: str) -> ClusterSpec:
+        kv = self.store.get(self.keys.cluster(name))
+        if kv is None:
+            raise UnknownClusterError(f"unknown cluster {name!r} (no key {self.keys.cluster(name)})")
+        return self._parse_cluster(kv)
+
+    def _route_kv(self, name: str) -> KeyValue:
+        kv = self.store.get(self.keys.route(name))
+        if kv is None:
+            raise UnknownRouteError(f"unknown route {name!r} (no key {self.keys.route(name)})")
+        return kv
+
+    def route(self, name: str) -> Route:
+        """The route as stored, validated against the current cluster definitions."""
+        route = self._parse_route(self._route_kv(name))
+        check_route(route, self.clusters())
+        return route
+
+    def routes(self) -> dict[str, Route]:
+        return self.snapshot().routes
+
+    def links(self) -> dict[tuple[str, str], Link]:
+        return self.snapshot().links
+
+    # -- writing -------------------------------------------------------------------------
+
+    def put_cluster(self, spec: ClusterSpec, *, replace: bool = False) -> None:
+        """Store a cluster definition; refuses to overwrite one unless ``replace``."""
+        key = self.keys.cluster(spec.name)
+        if replace:
+            self.store.put(key, spec.to_json().encode())
+        elif not self.store.put_if_revision(key, spec.to_json().encode(), 0):
+            raise ConfigError(f"{key}: cluster {spec.name!r} already exists")
+        log.info("cluster.stored", cluster=spec.name, kind=spec.kind, url=spec.url)
+
+    def put_link(self, link: Link) -> None:
+        check_link(link, self.clusters())
+        self.store.put(self.keys.link(link.source, link.target), link.to_json().encode())
+        log.info("link.stored", source=link.source, target=link.target, policy=link.policy)
+
+    def create_route(self, name: str, clusters: list[str], active: str, *, reason: str = "created") -> Route:
+        """Create a route at epoch 1; refuses an existing route or unknown clusters."""
+        if active not in clusters:
+            raise ValidationError(self.keys.route(name), f"active cluster {active!r} is not one of {clusters}")
+        route = Route(
+            name=name, active=active, clusters=tuple(clusters), epoch=1, reason=reason, by=default_actor(), at=utc_now_iso()
+        )
+        # Round-trip through the parser so a created route passes the same checks as a read one.
+        route = Route.from_json(name, route.to_json(), key=self.keys.route(name))
+        check_route(route, self.clusters(), key=self.keys.route(name))
+        if not self.store.put_if_revision(self.keys.route(name), route.to_json().encode(), 0):
+            raise ConfigError(f"{self.keys.route(name)}: route {name!r} already exists")
+        log.info("route.created", route=name, active=active, clusters=list(clusters))
+        return route
+
+    def switch(self, name: str, to: str, *, reason: str = "", by: str | None = None) -> Route:
+        """Flip route ``name`` to cluster ``to`` at epoch+1, atomically.
+
+        The write is an etcd transaction conditioned on the mod revision read, so of two
+        concurrent flips one fails with :class:`ConcurrentUpdateError` instead of being lost.
+        """
+        kv = self._route_kv(name)
+        current = self._parse_route(kv)
+        clusters = self.clusters()
+        check_route(current, clusters, key=kv.key)
+        if to not in clusters:
+            raise UnknownClusterError(f"unknown cluster {to!r}; known: {', '.join(sorted(clusters)) or 'none'}")
+        kind = clusters[current.active].kind
+        if clusters[to].kind != kind:
+            raise SwitchError(f"cluster {to!r} is a {clusters[to].kind} cluster; route {name!r} is {kind}")
+        if to not in current.clusters:
+            raise SwitchError(f"cluster {to!r} is not one of route {name!r}'s clusters {list(current.clusters)}")
+        if to == current.active:
+            raise SwitchError(f"route {name!r} is already active on {to!r} (epoch {current.epoch})")
+        new = current.flipped(to, reason=reason, by=by or default_actor())
+        if not self.store.put_if_revision(kv.key, new.to_json().encode(), kv.mod_revision):
+            raise ConcurrentUpdateError(f"route {name!r} changed while switching; read it again and retry")
+        log.info("route.switched", route=name, previous=current.active, active=to, epoch=new.epoch, reason=reason)
+        return new
+
+    # -- watching ------------------------------------------------------------------------
+
+    def watch_routes(self, callback: Callable[[RouteChange], None] | None = None) -> RouteWatcher:
+        """Start a :class:`RouteWatcher`; ``callback`` (optional) is subscribed before it starts."""
+        from hotstandby.configcenter.watcher import RouteWatcher
+
+        watcher = RouteWatcher(self)
+        if callback is not None:
+            watcher.subscribe(callback)
+        watcher.start()
+        return watcher

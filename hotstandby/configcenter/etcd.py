@@ -1,0 +1,182 @@
+"""etcd v3 :class:`KVStore` through ``pyetcd`` (the ``etcd-sdk-python`` package).
+
+Every pyetcd and grpc error is mapped here, at the boundary, to a hotstandby error.
+Two pyetcd defaults are changed on purpose:
+
+* an endpoint that failed once is normally shunned for 300 s (``Endpoint.time_retry``), which
+  would keep a watcher away from an etcd that restarted a second later; we retry after 0.5 s;
+* grpc's reconnect backoff grows to 2 minutes by default; we cap it at 1 s and send
+  keepalive pings so a dead peer is noticed even when no call is in flight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from hotstandby.configcenter.store import Event, KeyValue, KVStore, WatchStream
+from hotstandby.errors import ConfigCenterError, ConfigCenterUnavailable, MissingDependencyError, RevisionCompacted
+from hotstandby.settings import Endpoint
+
+__all__ = ["EtcdStore"]
+
+try:
+    import grpc
+    import pyetcd
+    from pyetcd import events as etcd_events
+    from pyetcd import exceptions as etcd_exc
+except ImportError as exc:  # pragma: no cover - the dependency is a core requirement
+    raise MissingDependencyError(
+        "the etcd client is missing: pip install etcd-sdk-python 'protobuf>=5.27.2'"
+    ) from exc
+
+_GRPC_OPTIONS = [
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1_000),
+]
+_ENDPOINT_RETRY_S = 0.5
+
+_UNAVAILABLE = (
+    etcd_exc.ConnectionFailedError,
+    etcd_exc.ConnectionTimeoutError,
+    etcd_exc.NoServerAvailableError,
+    etcd_exc.InternalServerError,
+    etcd_exc.WatchTimedOut,
+)
+_UNAVAILABLE_CODES = {
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.UNKNOWN,
+    grpc.StatusCode.INTERNAL,
+}
+
+
+def _map_error(exc: BaseException) -> BaseException:
+    """The hotstandby error for a pyetcd/grpc error (or the error itself if not foreign)."""
+    if isinstance(exc, etcd_exc.RevisionCompactedError):
+        return RevisionCompacted(exc.compacted_revision)
+    if isinstance(exc, grpc.RpcError):
+        code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+        detail = exc.details() if hasattr(exc, "details") else str(exc)
+        if code in _UNAVAILABLE_CODES:
+            return ConfigCenterUnavailable(f"etcd unavailable: {code.name}: {detail}")
+        return ConfigCenterError(f"etcd error: {code.name}: {detail}")
+    if isinstance(exc, _UNAVAILABLE):
+        return ConfigCenterUnavailable(f"etcd unavailable: {type(exc).__name__}")
+    if isinstance(exc, ValueError) and "failed node" in str(exc):
+        return ConfigCenterUnavailable("etcd unavailable: every endpoint failed recently")
+    if isinstance(exc, etcd_exc.Etcd3Exception):
+        return ConfigCenterError(f"etcd error: {type(exc).__name__}: {exc}")
+    return exc
+
+
+@contextlib.contextmanager
+def _mapped() -> Iterator[None]:
+    try:
+        yield
+    except (etcd_exc.Etcd3Exception, grpc.RpcError, ValueError) as exc:
+        mapped = _map_error(exc)
+        if mapped is exc:
+            raise
+        raise mapped from exc
+
+
+class _EtcdWatch(WatchStream):
+    def __init__(self, client: Any, prefix: str, start_revision: int) -> None:
+        self._client = client
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._closed = threading.Event()
+        self._failed: BaseException | None = None
+        with _mapped():
+            self._watch_id = client.add_watch_prefix_callback(
+                prefix, self._queue.put, start_revision=start_revision
+            )
+
+    def get(self, timeout: float) -> list[Event]:
+        if self._failed is not None:
+            raise self._failed
+        try:
+            item = self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return []
+        if isinstance(item, BaseException):
+            mapped = _map_error(item)
+            if mapped is item:
+                mapped = ConfigCenterUnavailable(f"etcd watch failed: {item!r}")
+            self._failed = mapped
+            raise mapped from item
+        events = []
+        for ev in item.events:
+            kind = "delete" if isinstance(ev, etcd_events.DeleteEvent) else "put"
+            events.append(Event(kind, ev.key.decode(), bytes(ev.value or b""), ev.mod_revision))
+        return events
+
+    def cancel(self) -> None:
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        # A broken connection makes cancel fail too; the watch is gone with it.
+        with contextlib.suppress(Exception):
+            self._client.cancel_watch(self._watch_id)
+
+
+class EtcdStore(KVStore):
+    """etcd v3 over grpc. ``timeout`` bounds every call, including watch creation."""
+
+    def __init__(self, endpoints: Sequence[Endpoint], *, timeout: float = 5.0) -> None:
+        eps = [
+            pyetcd.Endpoint(e.host, e.port, secure=False, time_retry=_ENDPOINT_RETRY_S, opts=_GRPC_OPTIONS)
+            for e in endpoints
+        ]
+        self.endpoints = tuple(endpoints)
+        self._client = pyetcd.MultiEndpointEtcd3Client(endpoints=eps, timeout=timeout, failover=True)
+
+    def get(self, key: str) -> KeyValue | None:
+        with _mapped():
+            value, meta = self._client.get(key)
+        if meta is None:
+            return None
+        return KeyValue(key, bytes(value), meta.mod_revision)
+
+    def get_prefix(self, prefix: str) -> tuple[list[KeyValue], int]:
+        with _mapped():
+            resp = self._client.get_prefix_response(prefix, sort_order="ascend", sort_target="key")
+        kvs = [KeyValue(kv.key.decode(), bytes(kv.value), kv.mod_revision) for kv in resp.kvs]
+        return kvs, resp.header.revision
+
+    def put(self, key: str, value: bytes) -> int:
+        with _mapped():
+            resp = self._client.put(key, value)
+        return int(resp.header.revision)
+
+    def put_if_revision(self, key: str, value: bytes, mod_revision: int) -> bool:
+        tx = self._client.transactions
+        with _mapped():
+            ok, _ = self._client.transaction(
+                compare=[tx.mod(key) == mod_revision], success=[tx.put(key, value)], failure=[]
+            )
+        return bool(ok)
+
+    def delete(self, key: str) -> bool:
+        with _mapped():
+            return bool(self._client.delete(key))
+
+    def watch_prefix(self, prefix: str, start_revision: int) -> WatchStream:
+        return _EtcdWatch(self._client, prefix, start_revision)
+
+    def compact(self, revision: int) -> None:
+        with _mapped():
+            self._client.compact(revision, physical=True)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._client.close()

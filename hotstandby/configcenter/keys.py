@@ -1,0 +1,72 @@
+"""Key layout under the namespace (DESIGN §3).
+
+::
+
+    <ns>/clusters/<name>                       ClusterSpec JSON
+    <ns>/routes/<route>                        Route JSON
+    <ns>/links/<source>/<target>               Link JSON
+    <ns>/ledgers/<group>/<topic>/<partition>   ack-ledger snapshot
+    <ns>/clients/<route>/<client-id>           client presence (under a lease)
+
+Segments that may contain ``/`` (Pulsar topics are URLs) are percent-encoded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote, unquote
+
+__all__ = ["Keys"]
+
+
+def _seg(text: str) -> str:
+    return quote(str(text), safe="")
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Builds and parses config-center keys for one namespace."""
+
+    namespace: str
+
+    @property
+    def clusters(self) -> str:
+        return f"{self.namespace}/clusters/"
+
+    @property
+    def routes(self) -> str:
+        return f"{self.namespace}/routes/"
+
+    @property
+    def links(self) -> str:
+        return f"{self.namespace}/links/"
+
+    @property
+    def ledgers(self) -> str:
+        return f"{self.namespace}/ledgers/"
+
+    @property
+    def clients(self) -> str:
+        return f"{self.namespace}/clients/"
+
+    def cluster(self, name: str) -> str:
+        return self.clusters + _seg(name)
+
+    def route(self, name: str) -> str:
+        return self.routes + _seg(name)
+
+    def link(self, source: str, target: str) -> str:
+        return f"{self.links}{_seg(source)}/{_seg(target)}"
+
+    def ledger(self, group: str, topic: str, partition: int) -> str:
+        return f"{self.ledgers}{_seg(group)}/{_seg(topic)}/{int(partition)}"
+
+    def client(self, route: str, client_id: str) -> str:
+        return f"{self.clients}{_seg(route)}/{_seg(client_id)}"
+
+    @staticmethod
+    def tail(key: str, prefix: str) -> list[str]:
+        """The decoded segments of ``key`` after ``prefix``."""
+        if not key.startswith(prefix):
+            raise ValueError(f"{key!r} is not under {prefix!r}")
+        return [unquote(part) for part in key[len(prefix) :].split("/")]

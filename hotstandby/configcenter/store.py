@@ -1,0 +1,98 @@
+"""The key-value store interface under the config center.
+
+Small on purpose: what etcd v3 offers and the config center needs — revisioned reads, a
+compare-and-put on the mod revision, a watch that starts at a given revision, compaction.
+An implementation raises only hotstandby errors and lists in ``recoverable_errors`` those a
+caller may retry (after a backoff); everything else is final.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from hotstandby.errors import ConfigCenterUnavailable
+
+__all__ = ["Event", "KVStore", "KeyValue", "WatchStream"]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyValue:
+    """One key with its value and the revision that last modified it."""
+
+    key: str
+    value: bytes
+    mod_revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A change seen by a watch. ``value`` is empty for a delete."""
+
+    type: Literal["put", "delete"]
+    key: str
+    value: bytes
+    mod_revision: int
+
+
+class WatchStream(abc.ABC):
+    """Events of one watched prefix, in revision order."""
+
+    @abc.abstractmethod
+    def get(self, timeout: float) -> list[Event]:
+        """Next batch of events; empty after ``timeout`` seconds without any.
+
+        Raises :class:`~hotstandby.errors.RevisionCompacted` when the start revision is no
+        longer available and :class:`~hotstandby.errors.ConfigCenterUnavailable` when the
+        connection broke; the stream is unusable after either.
+        """
+
+    @abc.abstractmethod
+    def cancel(self) -> None:
+        """Stop watching. Safe to call more than once."""
+
+
+class KVStore(abc.ABC):
+    """Revisioned key-value store (etcd v3 semantics)."""
+
+    #: Errors after which the same call may succeed later.
+    recoverable_errors: ClassVar[tuple[type[BaseException], ...]] = (ConfigCenterUnavailable,)
+
+    @abc.abstractmethod
+    def get(self, key: str) -> KeyValue | None:
+        """The key's current value, or None."""
+
+    @abc.abstractmethod
+    def get_prefix(self, prefix: str) -> tuple[list[KeyValue], int]:
+        """All keys under ``prefix`` sorted by key, and the store revision of that read."""
+
+    @abc.abstractmethod
+    def put(self, key: str, value: bytes) -> int:
+        """Write unconditionally; returns the new revision."""
+
+    @abc.abstractmethod
+    def put_if_revision(self, key: str, value: bytes, mod_revision: int) -> bool:
+        """Write only if the key's mod revision is still ``mod_revision`` (0: key absent)."""
+
+    @abc.abstractmethod
+    def delete(self, key: str) -> bool:
+        """Delete the key; True if it existed."""
+
+    @abc.abstractmethod
+    def watch_prefix(self, prefix: str, start_revision: int) -> WatchStream:
+        """Watch every change under ``prefix`` from ``start_revision`` on (inclusive)."""
+
+    @abc.abstractmethod
+    def compact(self, revision: int) -> None:
+        """Forget history before ``revision`` (watches from earlier revisions fail)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections."""
+
+    def __enter__(self) -> KVStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,305 @@
+"""The bundled reference cluster: etcd, two Kafka-protocol and two Pulsar-protocol brokers.
+
+Every process listens on 127.0.0.1 only. ``up`` starts from an empty state (the Kafka
+brokers keep data in memory anyway), waits until each process answers a real protocol
+request, registers clusters, links and the routes ``orders`` and ``payments`` in etcd, and
+writes ports, PIDs and log paths to ``<dir>/state.json``. ``down`` stops by PID what that file
+lists.
+
+Default ports (override any of them): etcd 2379 (peer 2380), kafka-a 9092, kafka-b 9093,
+pulsar-a 6650, pulsar-b 6651.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.documents import ClusterSpec, Link, utc_now_iso
+from hotstandby.errors import ConfigCenterError, ProcessStartError, RefClusterError, ValidationError
+from hotstandby.logs import get_logger
+from hotstandby.probe import ProtocolError, probe_cluster
+from hotstandby.refcluster.binaries import find_binaries
+from hotstandby.refcluster.processes import is_running, spawn, stop_pid, wait_ready
+from hotstandby.settings import Settings, parse_endpoints
+
+__all__ = ["COMPONENTS", "Ports", "RefCluster", "default_dir"]
+
+log = get_logger("hotstandby.refcluster")
+
+HOST = "127.0.0.1"
+COMPONENTS = ("etcd", "kafka-a", "kafka-b", "pulsar-a", "pulsar-b")
+ROUTES = {"orders": ("kafka-a", "kafka-b"), "payments": ("pulsar-a", "pulsar-b")}
+
+# Client settings the bundled brokers need (DESIGN §5), stored in their cluster definitions:
+# * Tansu advances the high watermark by one per produced batch, so producers send one
+#   record per batch to keep end offsets right;
+# * Tansu completes a group join after about session.timeout.ms / 2, so a short session
+#   timeout keeps subscribe() fast (6 s -> about 3 s).
+KAFKA_OVERRIDES: dict[str, dict[str, str | int]] = {
+    "producer": {"batch.num.messages": 1},
+    "consumer": {"session.timeout.ms": 6000},
+}
+# pulsar-lite starts a metrics HTTP server on 0.0.0.0:8080 unless told not to.
+PULSAR_LITE_TOML = "[metrics]\nenabled = false\n"
+
+
+def default_dir() -> Path:
+    """``$HOTSTANDBY_REFCLUSTER_DIR`` or ``~/.hotstandby/refcluster``."""
+    return Path(os.environ.get("HOTSTANDBY_REFCLUSTER_DIR") or Path.home() / ".hotstandby" / "refcluster")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ports:
+    """TCP ports of the reference cluster (all on 127.0.0.1)."""
+
+    etcd: int = 2379
+    etcd_peer: int = 2380
+    kafka_a: int = 9092
+    kafka_b: int = 9093
+    pulsar_a: int = 6650
+    pulsar_b: int = 6651
+
+    @classmethod
+    def free(cls) -> Ports:
+        """Ports the system says are free right now (for tests)."""
+        with ExitStack() as stack:
+            socks = []
+            for _ in fields(cls):
+                s = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+                s.bind((HOST, 0))
+                socks.append(s)
+            return cls(**{f.name: s.getsockname()[1] for f, s in zip(fields(cls), socks)})
+
+    def with_overrides(self, overrides: dict[str, int]) -> Ports:
+        """Override by component name (``kafka-a``) or field name (``kafka_a``, ``etcd_peer``)."""
+        names = {f.name for f in fields(self)}
+        changes = {}
+        for name, port in overrides.items():
+            field_name = name.replace("-", "_")
+            if field_name not in names:
+                raise ValidationError("port", f"unknown port name {name!r}; known: {', '.join(sorted(names))}")
+            if not 0 < int(port) < 65536:
+                raise ValidationError("port", f"{name}: {port} is not a TCP port")
+            changes[field_name] = int(port)
+        return replace(self, **changes)
+
+    def of(self, component: str) -> int:
+        return int(getattr(self, component.replace("-", "_")))
+
+
+class RefCluster:
+    """The reference cluster rooted at ``directory``; also a context manager (up/down)."""
+
+    def __init__(self, directory: Path | str | None = None, ports: Ports | None = None, *, namespace: str = "/hotstandby") -> None:
+        self.dir = Path(directory) if directory else default_dir()
+        self.requested_ports = ports or Ports()
+        self.namespace = namespace
+        self._children: dict[str, Any] = {}
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def state_path(self) -> Path:
+        return self.dir / "state.json"
+
+    def state(self) -> dict[str, Any] | None:
+        """The state file's content, or None when the cluster was never started here."""
+        try:
+            return dict(json.loads(self.state_path.read_text()))
+        except FileNotFoundError:
+            return None
+        except ValueError as exc:
+            raise RefClusterError(f"{self.state_path} is corrupt: {exc}") from None
+
+    def _write_state(self, state: dict[str, Any]) -> None:
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(self.state_path)
+
+    @property
+    def ports(self) -> Ports:
+        state = self.state()
+        return Ports(**state["ports"]) if state else self.requested_ports
+
+    def settings(self) -> Settings:
+        """Settings that point a client at this cluster's etcd."""
+        return Settings(etcd=parse_endpoints(f"{HOST}:{self.ports.etcd}"), namespace=self.namespace)
+
+    def url(self, component: str) -> str:
+        port = self.ports.of(component)
+        return f"pulsar://{HOST}:{port}" if component.startswith("pulsar") else f"{HOST}:{port}"
+
+    def running(self) -> dict[str, bool]:
+        state = self.state() or {"components": {}}
+        return {
+            name: bool(info) and is_running(info["pid"], info["argv"][0])
+            for name, info in ((n, state["components"].get(n)) for n in COMPONENTS)
+        }
+
+    def is_up(self) -> bool:
+        return self.state() is not None and all(self.running().values())
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _argv(self, component: str, ports: Ports) -> list[str]:
+        bins = find_binaries()
+        if component == "etcd":
+            peer = f"http://{HOST}:{ports.etcd_peer}"
+            client = f"http://{HOST}:{ports.etcd}"
+            return [
+                bins.etcd, "--name", "hs-ref", "--data-dir", str(self.dir / "etcd-data"),
+                "--listen-client-urls", client, "--advertise-client-urls", client,
+                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                "--initial-cluster", f"hs-ref={peer}", "--initial-cluster-token", "hs-ref",
+                "--log-level", "warn", "--unsafe-no-fsync",
+            ]  # fmt: skip
+        port = ports.of(component)
+        if component.startswith("kafka"):
+            url = f"tcp://{HOST}:{port}"
+            return [
+                bins.tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                "--cluster-id", component, "--storage-engine", "memory://tansu/",
+            ]  # fmt: skip
+        config = self.dir / f"{component}.toml"
+        config.write_text(PULSAR_LITE_TOML)
+        return [
+            bins.pulsar_lite, "--config", str(config), "--addr", f"{HOST}:{port}",
+            "--db-path", str(self.dir / f"{component}-data"), "--log-level", "warn",
+        ]  # fmt: skip
+
+    def _readiness(self, component: str, ports: Ports) -> tuple[Callable[[], object], tuple[type[BaseException], ...]]:
+        if component == "etcd":
+            settings = Settings(etcd=parse_endpoints(f"{HOST}:{ports.etcd}"), etcd_timeout=1.0)
+
+            def check_etcd() -> None:
+                with ConfigCenter.open(settings) as center:
+                    center.store.get_prefix("/")
+
+            return check_etcd, (ConfigCenterError,)
+        spec = self.cluster_spec(component, ports)
+
+        def check_broker() -> None:
+            result = probe_cluster(spec, timeout=1.0)
+            if not result.ok:
+                raise ProtocolError(result.detail)
+
+        return check_broker, (OSError, ProtocolError)
+
+    def _start(self, component: str, ports: Ports, argv: list[str]) -> dict[str, Any]:
+        log_path = self.dir / "logs" / f"{component}.log"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ETCD_", "LISTENER_URL", "CLUSTER_ID", "STORAGE_ENGINE"))}
+        proc = spawn(argv, log_path=log_path, cwd=self.dir, env=env)
+        self._children[component] = proc
+        return {"pid": proc.pid, "port": ports.of(component), "log": str(log_path), "argv": argv}
+
+    def _wait(self, component: str, ports: Ports, info: dict[str, Any], timeout: float) -> float:
+        check, retry_on = self._readiness(component, ports)
+        return wait_ready(
+            component, self._children[component], check, timeout=timeout, log_path=Path(info["log"]), retry_on=retry_on
+        )
+
+    def up(self, *, timeout: float = 60.0, progress: Callable[[str, float], None] | None = None) -> bool:
+        """Start everything; False (and nothing done) if it is already up."""
+        if self.is_up():
+            return False
+        if self.state() is not None:
+            log.warning("refcluster.partial", running=self.running())
+            self.down()
+        ports = self.requested_ports
+        for name in ("etcd-data", "pulsar-a-data", "pulsar-b-data"):
+            shutil.rmtree(self.dir / name, ignore_errors=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        state: dict[str, Any] = {"version": 1, "started_at": utc_now_iso(), "namespace": self.namespace,
+                                 "ports": asdict(ports), "components": {}}  # fmt: skip
+        try:
+            for component in COMPONENTS:
+                state["components"][component] = self._start(component, ports, self._argv(component, ports))
+            self._write_state(state)  # written before waiting so `down` can clean up a failed start
+            deadline = time.monotonic() + timeout
+            for component in COMPONENTS:
+                waited = self._wait(component, ports, state["components"][component], max(deadline - time.monotonic(), 1.0))
+                log.info("refcluster.ready", component=component, port=ports.of(component), waited_s=round(waited, 3))
+                if progress:
+                    progress(component, waited)
+            self._register(ports)
+        except BaseException:
+            self.down()
+            raise
+        return True
+
+    def down(self) -> list[str]:
+        """Stop every process the state file lists, by PID. Safe to repeat."""
+        state = self.state()
+        stopped = []
+        if state is not None:
+            for component, info in reversed(list(state["components"].items())):
+                if stop_pid(info["pid"], info["argv"][0]):
+                    stopped.append(component)
+                    log.info("refcluster.stopped", component=component, pid=info["pid"])
+                proc = self._children.pop(component, None)
+                if proc is not None:
+                    proc.wait(timeout=5)
+            self.state_path.unlink(missing_ok=True)
+        return stopped
+
+    def kill(self, component: str, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to one component (to simulate a crash); it stays down until restart."""
+        info = self._component(component)
+        stop_pid(info["pid"], info["argv"][0], sig=sig)
+
+    def restart(self, component: str, *, timeout: float = 30.0) -> float:
+        """Start a stopped component again with the same arguments and data; returns seconds to ready."""
+        state = self.state() or {}
+        info = self._component(component)
+        if is_running(info["pid"], info["argv"][0]):
+            raise RefClusterError(f"{component} is still running (pid {info['pid']})")
+        ports = Ports(**state["ports"])
+        state["components"][component] = new = self._start(component, ports, info["argv"])
+        self._write_state(state)
+        return self._wait(component, ports, new, timeout)
+
+    def _component(self, component: str) -> dict[str, Any]:
+        state = self.state()
+        if state is None or component not in state["components"]:
+            raise RefClusterError(f"{component} is not part of a running reference cluster in {self.dir}")
+        return dict(state["components"][component])
+
+    # -- registration --------------------------------------------------------------------
+
+    def cluster_spec(self, component: str, ports: Ports | None = None) -> ClusterSpec:
+        """The definition registered for broker ``component`` (with the broker's client overrides)."""
+        port = (ports or self.ports).of(component)
+        if component.startswith("kafka"):
+            return ClusterSpec(name=component, kind="kafka", url=f"{HOST}:{port}", **KAFKA_OVERRIDES)
+        return ClusterSpec(name=component, kind="pulsar", url=f"pulsar://{HOST}:{port}")
+
+    def _register(self, ports: Ports) -> None:
+        with ConfigCenter.open(self.settings()) as center:
+            for component in COMPONENTS[1:]:
+                center.put_cluster(self.cluster_spec(component, ports), replace=True)
+            for a, b in ROUTES.values():
+                policy = "prefix" if a.startswith("kafka") else "identity"
+                for source, target in ((a, b), (b, a)):
+                    center.put_link(Link(source=source, target=target, policy=policy, replicator="hotstandby-refcluster"))
+            for route, clusters in ROUTES.items():
+                center.create_route(route, list(clusters), clusters[0], reason="refcluster up")
+
+    # -- context manager -----------------------------------------------------------------
+
+    def __enter__(self) -> RefCluster:
+        self.up()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()

@@ -1,0 +1,116 @@
+"""Starting, checking and stopping local server processes by PID.
+
+A PID alone can be reused by the system after a process exits, so before signalling we
+check that ``/proc/<pid>/cmdline`` still names the binary we started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from hotstandby.errors import ProcessStartError
+from hotstandby.logs import get_logger
+
+__all__ = ["is_running", "spawn", "stop_pid", "tail", "wait_ready"]
+
+log = get_logger("hotstandby.refcluster")
+
+
+def spawn(argv: Sequence[str], *, log_path: Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in its own session (it outlives the CLI), output appended to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as out:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+
+
+def _reap(pid: int) -> None:
+    # Only our own children can be reaped; for others (started by an earlier CLI call) the
+    # system's init does it.
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def is_running(pid: int, binary: str) -> bool:
+    """True if ``pid`` is alive, not a zombie, and runs ``binary``."""
+    _reap(pid)
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
+    if state in ("Z", "X"):
+        return False
+    argv0 = cmdline.split(b"\0", 1)[0].decode(errors="replace")
+    return os.path.basename(argv0) == os.path.basename(binary)
+
+
+def _wait_gone(pid: int, binary: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not is_running(pid, binary):
+            return True
+        time.sleep(0.05)
+    return not is_running(pid, binary)
+
+
+def stop_pid(pid: int, binary: str, *, timeout: float = 10.0, sig: int = signal.SIGTERM) -> bool:
+    """Stop our process ``pid``: ``sig``, then SIGKILL after ``timeout`` s. False if it was not running."""
+    if not is_running(pid, binary):
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+    if sig != signal.SIGKILL and not _wait_gone(pid, binary, timeout):
+        log.warning("process.kill", pid=pid, binary=os.path.basename(binary), after_s=timeout)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    if not _wait_gone(pid, binary, 5.0):
+        raise ProcessStartError(f"process {pid} ({binary}) did not exit after SIGKILL")
+    return True
+
+
+def tail(path: Path, lines: int = 15) -> str:
+    """The last lines of a log file, for error messages."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def wait_ready(
+    name: str,
+    proc: subprocess.Popen[bytes],
+    check: Callable[[], object],
+    *,
+    timeout: float,
+    log_path: Path,
+    retry_on: tuple[type[BaseException], ...],
+) -> float:
+    """Poll ``check`` until it succeeds; returns seconds waited. Fails fast if ``proc`` exits."""
+    started = time.monotonic()
+    deadline = started + timeout
+    last: BaseException | None = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ProcessStartError(f"{name} exited with code {proc.returncode}; log {log_path}:\n{tail(log_path)}")
+        try:
+            check()
+            return time.monotonic() - started
+        except retry_on as exc:
+            last = exc
+        time.sleep(0.05)
+    raise ProcessStartError(f"{name} did not answer within {timeout:.0f} s ({last}); log {log_path}:\n{tail(log_path)}")

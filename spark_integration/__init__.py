@@ -1,0 +1,1 @@
+"""PySpark data source reading through hotstandby's failover logic (requires ``hotstandby[spark]``)."""
