@@ -216,12 +216,16 @@ class ConfigCenter:
 
     # -- watching ------------------------------------------------------------------------
 
-    def watch_routes(self, callback: Callable[[RouteChange], None] | None = None) -> RouteWatcher:
-        """Start a :class:`RouteWatcher`; ``callback`` (optional) is subscribed before it starts."""
+    def watch_routes(self, callback: Callable[[RouteChange], None] | None = None, *, timeout: float = 10.0) -> RouteWatcher:
+        """Start a :class:`RouteWatcher`; ``callback`` (optional) is subscribed before it starts.
+
+        Raises :class:`~hotstandby.errors.ConfigCenterUnavailable` if the routes cannot be
+        read within ``timeout`` seconds.
+        """
         from hotstandby.configcenter.watcher import RouteWatcher
 
         watcher = RouteWatcher(self)
         if callback is not None:
             watcher.subscribe(callback)
-        watcher.start()
+        watcher.start(timeout)
         return watcher

@@ -63,6 +63,8 @@ class RouteWatcher:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._revision = 0
+        self._connections = 0
+        #: Connections re-established after the first one.
         self.reconnects = 0
         self.resyncs = 0
         self.rejected = 0
@@ -95,7 +97,7 @@ class RouteWatcher:
         """Read the current routes (retrying up to ``timeout`` s) and start watching."""
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(self._store.recoverable_errors),
-            wait=tenacity.wait_exponential_jitter(initial=0.05, max=self._max_backoff),
+            wait=self._backoff(),
             stop=tenacity.stop_after_delay(timeout),
             reraise=True,
         )
@@ -118,6 +120,9 @@ class RouteWatcher:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    def _backoff(self) -> tenacity.wait.wait_base:
+        return tenacity.wait_exponential_jitter(multiplier=0.05, max=self._max_backoff, jitter=0.05)
 
     # -- the loop --------------------------------------------------------------------------
 
@@ -158,7 +163,6 @@ class RouteWatcher:
                 return self._store.watch_prefix(self._prefix, self._revision + 1)
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
-            self.reconnects += 1
             log.info(
                 "watch.reconnecting",
                 attempt=state.attempt_number,
@@ -167,7 +171,7 @@ class RouteWatcher:
 
         retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(self._store.recoverable_errors + (RevisionCompacted,)),
-            wait=tenacity.wait_exponential_jitter(initial=0.05, max=self._max_backoff),
+            wait=self._backoff(),
             stop=tenacity.stop_when_event_set(self._stopped),
             sleep=self._stopped.wait,
             before_sleep=before_sleep,
@@ -182,7 +186,9 @@ class RouteWatcher:
         if self._stopped.is_set():
             stream.cancel()
             return None
-        log.info("watch.connected", start_revision=self._revision + 1)
+        self._connections += 1
+        self.reconnects = self._connections - 1
+        log.info("watch.connected", start_revision=self._revision + 1, reconnects=self.reconnects)
         return stream
 
     # -- applying changes ------------------------------------------------------------------

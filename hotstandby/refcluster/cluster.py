@@ -232,7 +232,7 @@ class RefCluster:
                 log.info("refcluster.ready", component=component, port=ports.of(component), waited_s=round(waited, 3))
                 if progress:
                     progress(component, waited)
-            self._register(ports)
+            self.register()
         except BaseException:
             self.down()
             raise
@@ -284,10 +284,12 @@ class RefCluster:
             return ClusterSpec(name=component, kind="kafka", url=f"{HOST}:{port}", **KAFKA_OVERRIDES)
         return ClusterSpec(name=component, kind="pulsar", url=f"pulsar://{HOST}:{port}")
 
-    def _register(self, ports: Ports) -> None:
-        with ConfigCenter.open(self.settings()) as center:
+    def register(self, namespace: str | None = None) -> None:
+        """Store the four clusters, the links between each pair and the two routes in ``namespace``."""
+        settings = replace(self.settings(), namespace=namespace or self.namespace)
+        with ConfigCenter.open(settings) as center:
             for component in COMPONENTS[1:]:
-                center.put_cluster(self.cluster_spec(component, ports), replace=True)
+                center.put_cluster(self.cluster_spec(component), replace=True)
             for a, b in ROUTES.values():
                 policy = "prefix" if a.startswith("kafka") else "identity"
                 for source, target in ((a, b), (b, a)):

@@ -1,0 +1,118 @@
+"""Helpers shared by unit and integration tests."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from hotstandby.configcenter import Event, KeyValue, KVStore, RouteChange, WatchStream
+from hotstandby.errors import ConfigCenterUnavailable
+
+T = TypeVar("T")
+
+
+def wait_for(predicate: Callable[[], T], timeout: float, what: str) -> T:
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+class ChangeQueue:
+    """A route-watcher subscriber that queues changes for the test to take."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[tuple[float, RouteChange]] = queue.Queue()
+
+    def __call__(self, change: RouteChange) -> None:
+        self.queue.put((time.monotonic(), change))
+
+    def take(self, timeout: float = 10.0) -> RouteChange:
+        return self.take_timed(timeout)[1]
+
+    def take_timed(self, timeout: float = 10.0) -> tuple[float, RouteChange]:
+        try:
+            return self.queue.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no route change delivered within {timeout} s") from None
+
+    def assert_empty(self, within: float = 0.3) -> None:
+        """Nothing more is delivered during ``within`` s (a bounded wait for an absence)."""
+        try:
+            extra = self.queue.get(timeout=within)
+        except queue.Empty:
+            return
+        raise AssertionError(f"unexpected extra route change: {extra[1]}")
+
+
+class _GatedStream(WatchStream):
+    def __init__(self, inner: WatchStream) -> None:
+        self.inner = inner
+        self.severed = False
+
+    def get(self, timeout: float) -> list[Event]:
+        if self.severed:
+            raise ConfigCenterUnavailable("test: stream severed")
+        return self.inner.get(timeout)
+
+    def cancel(self) -> None:
+        self.inner.cancel()
+
+
+class GatedStore(KVStore):
+    """Delegates to a real store; :meth:`sever` breaks open watches and refuses new ones
+    until :meth:`reopen`, so a test can change things while a watcher is cut off."""
+
+    def __init__(self, inner: KVStore) -> None:
+        self.inner = inner
+        self.recoverable_errors = inner.recoverable_errors
+        self._open = threading.Event()
+        self._open.set()
+        self._streams: list[_GatedStream] = []
+        self.watch_attempts = 0
+
+    def sever(self) -> None:
+        self._open.clear()
+        for s in self._streams:
+            s.severed = True
+            s.inner.cancel()
+
+    def reopen(self) -> None:
+        self._open.set()
+
+    def watch_prefix(self, prefix: str, start_revision: int) -> WatchStream:
+        self.watch_attempts += 1
+        if not self._open.is_set():
+            raise ConfigCenterUnavailable("test: gate closed")
+        stream = _GatedStream(self.inner.watch_prefix(prefix, start_revision))
+        self._streams.append(stream)
+        return stream
+
+    def get(self, key: str) -> KeyValue | None:
+        return self.inner.get(key)
+
+    def get_prefix(self, prefix: str) -> tuple[list[KeyValue], int]:
+        return self.inner.get_prefix(prefix)
+
+    def put(self, key: str, value: bytes) -> int:
+        return self.inner.put(key, value)
+
+    def put_if_revision(self, key: str, value: bytes, mod_revision: int) -> bool:
+        return self.inner.put_if_revision(key, value, mod_revision)
+
+    def delete(self, key: str) -> bool:
+        return self.inner.delete(key)
+
+    def compact(self, revision: int) -> None:
+        self.inner.compact(revision)
+
+    def close(self) -> None:
+        self.inner.close()
