@@ -59,9 +59,11 @@ class _GatedStream(WatchStream):
         self.severed = False
 
     def get(self, timeout: float) -> list[Event]:
-        if self.severed:
-            raise ConfigCenterUnavailable("test: stream severed")
-        return self.inner.get(timeout)
+        if not self.severed:
+            events = self.inner.get(timeout)
+            if not self.severed:  # events in flight when severed are lost with the connection
+                return events
+        raise ConfigCenterUnavailable("test: stream severed")
 
     def cancel(self) -> None:
         self.inner.cancel()
@@ -74,16 +76,18 @@ class GatedStore(KVStore):
     def __init__(self, inner: KVStore) -> None:
         self.inner = inner
         self.recoverable_errors = inner.recoverable_errors
+        self._lock = threading.Lock()
         self._open = threading.Event()
         self._open.set()
         self._streams: list[_GatedStream] = []
         self.watch_attempts = 0
 
     def sever(self) -> None:
-        self._open.clear()
-        for s in self._streams:
-            s.severed = True
-            s.inner.cancel()
+        with self._lock:
+            self._open.clear()
+            for s in self._streams:
+                s.severed = True
+                s.inner.cancel()
 
     def reopen(self) -> None:
         self._open.set()
@@ -93,7 +97,11 @@ class GatedStore(KVStore):
         if not self._open.is_set():
             raise ConfigCenterUnavailable("test: gate closed")
         stream = _GatedStream(self.inner.watch_prefix(prefix, start_revision))
-        self._streams.append(stream)
+        with self._lock:
+            self._streams.append(stream)
+            if not self._open.is_set():  # severed while the watch was being created
+                stream.severed = True
+                stream.inner.cancel()
         return stream
 
     def get(self, key: str) -> KeyValue | None:

@@ -63,6 +63,7 @@ class RouteWatcher:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._revision = 0
+        self._need_resync = False
         self._connections = 0
         #: Connections re-established after the first one.
         self.reconnects = 0
@@ -137,6 +138,11 @@ class RouteWatcher:
                 try:
                     for event in stream.get(timeout=_POLL_S):
                         self._on_event(event)
+                except RevisionCompacted as exc:
+                    # etcd reports a compacted start revision on the stream, after creating it.
+                    self._compacted(exc)
+                    stream.cancel()
+                    stream = None
                 except self._store.recoverable_errors as exc:
                     log.warning("watch.disconnected", error=str(exc), resume_from=self._revision + 1)
                     stream.cancel()
@@ -155,12 +161,14 @@ class RouteWatcher:
         """Open a stream from the next revision; re-read everything if it was compacted."""
 
         def attempt() -> WatchStream:
+            if self._need_resync:
+                self._resync(deliver=True)
+                self._need_resync = False
             try:
                 return self._store.watch_prefix(self._prefix, self._revision + 1)
             except RevisionCompacted as exc:
-                log.warning("watch.compacted", wanted=self._revision + 1, oldest=exc.compact_revision)
-                self._resync(deliver=True)
-                return self._store.watch_prefix(self._prefix, self._revision + 1)
+                self._compacted(exc)
+                raise
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
             log.info(
@@ -190,6 +198,10 @@ class RouteWatcher:
         self.reconnects = self._connections - 1
         log.info("watch.connected", start_revision=self._revision + 1, reconnects=self.reconnects)
         return stream
+
+    def _compacted(self, exc: RevisionCompacted) -> None:
+        log.warning("watch.compacted", wanted=self._revision + 1, oldest=exc.compact_revision)
+        self._need_resync = True
 
     # -- applying changes ------------------------------------------------------------------
 

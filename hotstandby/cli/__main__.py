@@ -1,0 +1,5 @@
+import sys
+
+from hotstandby.cli import main
+
+sys.exit(main())

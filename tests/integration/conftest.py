@@ -1,0 +1,64 @@
+"""One reference cluster per test session, on free loopback ports, always torn down."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.refcluster import Ports, RefCluster
+
+
+@pytest.fixture(scope="session")
+def refcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefCluster]:
+    rc = RefCluster(tmp_path_factory.mktemp("refcluster"), Ports.free())
+    try:
+        rc.up(timeout=60)
+        yield rc
+    finally:
+        rc.down()
+
+
+@pytest.fixture
+def namespace() -> str:
+    return f"/hs-test-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def center(refcluster: RefCluster, namespace: str) -> Iterator[ConfigCenter]:
+    """A config center on the reference etcd, in a fresh namespace with the four clusters and two routes."""
+    refcluster.register(namespace)
+    with ConfigCenter.open(replace(refcluster.settings(), namespace=namespace)) as c:
+        yield c
+
+
+def etcd_args(rc: RefCluster, namespace: str) -> list[str]:
+    return ["--etcd", f"127.0.0.1:{rc.ports.etcd}", "--namespace", namespace]
+
+
+def listening_addresses(pid: int) -> list[str]:
+    """``ip:port`` of every TCP socket process ``pid`` listens on (from /proc)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = fd.readlink().name
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = []
+    for table, width in (("tcp", 8), ("tcp6", 32)):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            cols = line.split()
+            if cols[3] == "0A" and cols[9] in inodes:  # 0A: LISTEN
+                ip_hex, port_hex = cols[1].split(":")
+                if width == 8:
+                    ip = ".".join(str(int(ip_hex[i : i + 2], 16)) for i in (6, 4, 2, 0))
+                else:
+                    ip = "::1" if ip_hex == "00000000000000000000000001000000" else ip_hex
+                found.append(f"{ip}:{int(port_hex, 16)}")
+    return found
