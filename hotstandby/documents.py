@@ -22,6 +22,7 @@ __all__ = [
     "KINDS",
     "ClusterSpec",
     "Link",
+    "Policy",
     "Route",
     "check_link",
     "check_route",
@@ -79,8 +80,9 @@ def resolve_secret_refs(config: Mapping[str, Scalar], environ: Mapping[str, str]
             missing = [m for m in _SECRET_REF.findall(v) if m not in env]
             if missing:
                 raise ValidationError(k, f"environment variable {missing[0]} is not set")
-            v = _SECRET_REF.sub(lambda m: env[m.group(1)], v)
-        out[k] = v
+            out[k] = _SECRET_REF.sub(lambda m: env[m.group(1)], v)
+        else:
+            out[k] = v
     return out
 
 

@@ -35,9 +35,7 @@ def _redact(value: Any) -> Any:
     return value
 
 
-def redact_secrets(
-    _logger: Any, _method: str, event_dict: MutableMapping[str, Any]
-) -> MutableMapping[str, Any]:
+def redact_secrets(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """structlog processor: replace secret-looking fields, also inside nested dicts."""
     for key in list(event_dict):
         if key != "event" and _is_secret(key):
@@ -54,9 +52,7 @@ def get_logger(name: str = "hotstandby") -> Any:
 
 def configure(level: str = "info", *, json: bool = False) -> None:
     """Configure structlog for a process that has no logging setup of its own (the CLI)."""
-    renderer: Any = (
-        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
-    )
+    renderer: Any = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

@@ -45,8 +45,7 @@ def parse_endpoints(text: str | Sequence[str], *, key: str = "etcd") -> tuple[En
     endpoints: list[Endpoint] = []
     for raw in items:
         item = raw.strip()
-        if item.startswith("http://"):
-            item = item[len("http://") :]
+        item = item.removeprefix("http://")
         host, sep, port = item.rpartition(":")
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValidationError(key, f"expected HOST:PORT, got {raw!r}")

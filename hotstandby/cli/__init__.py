@@ -28,7 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
 
-    parser = argparse.ArgumentParser(prog="hotstandby", description="Failover between replicated Kafka/Pulsar clusters.")
+    parser = argparse.ArgumentParser(
+        prog="hotstandby", description="Failover between replicated Kafka/Pulsar clusters."
+    )
     parser.add_argument("--version", action="version", version=f"hotstandby {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     config_cmds.add_commands(sub, common)
@@ -47,5 +49,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-
-

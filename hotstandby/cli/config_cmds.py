@@ -36,7 +36,7 @@ def clusters_list(args: argparse.Namespace) -> int:
     with _center(args) as center:
         snap = center.snapshot()
     rows = [(c.name, c.kind, c.url) for c in snap.clusters.values()]
-    data = {
+    data: dict[str, Any] = {
         "clusters": [
             {"name": c.name, "kind": c.kind, "url": c.url, "client": dict(c.client),
              "producer": dict(c.producer), "consumer": dict(c.consumer)}
@@ -58,13 +58,20 @@ def clusters_add(args: argparse.Namespace) -> int:
         if not sep:
             raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
         settings[key] = value
-    doc = {"kind": args.kind, ("bootstrap.servers" if args.kind == "kafka" else "service_url"): args.url}
+    doc: dict[str, Any] = {
+        "kind": args.kind,
+        ("bootstrap.servers" if args.kind == "kafka" else "service_url"): args.url,
+    }
     if settings:
-        doc["client"] = settings  # type: ignore[assignment]
+        doc["client"] = settings
     spec = ClusterSpec.from_json(args.name, json.dumps(doc))
     with _center(args) as center:
         center.put_cluster(spec, replace=args.replace)
-    emit(args.json, {"name": spec.name, "kind": spec.kind, "url": spec.url}, f"cluster {spec.name} stored ({spec.kind}, {spec.url})")
+    emit(
+        args.json,
+        {"name": spec.name, "kind": spec.kind, "url": spec.url},
+        f"cluster {spec.name} stored ({spec.kind}, {spec.url})",
+    )
     return 0
 
 
@@ -111,7 +118,12 @@ def status(args: argparse.Namespace) -> int:
     with ThreadPoolExecutor(max_workers=max(len(specs), 1)) as pool:
         probes: list[ProbeResult] = list(pool.map(lambda s: probe_cluster(s, timeout=args.timeout), specs))
     answers = {p.cluster: p for p in probes}
-    data = {
+
+    def latency(name: str) -> float | None:
+        ms = answers[name].latency_ms
+        return None if ms is None else round(ms, 2)
+
+    data: dict[str, Any] = {
         "etcd": [str(e) for e in settings.etcd],
         "namespace": settings.namespace,
         "revision": snap.revision,
@@ -122,7 +134,7 @@ def status(args: argparse.Namespace) -> int:
                 "kind": s.kind,
                 "url": s.url,
                 "answering": answers[s.name].ok,
-                "latency_ms": None if answers[s.name].latency_ms is None else round(answers[s.name].latency_ms, 2),
+                "latency_ms": latency(s.name),
                 "detail": answers[s.name].detail,
             }
             for s in specs
@@ -138,7 +150,10 @@ def status(args: argparse.Namespace) -> int:
         + "\n\n"
         + table(
             ("CLUSTER", "KIND", "URL", "ANSWERS", "LATENCY_MS", "DETAIL"),
-            [(c["name"], c["kind"], c["url"], "yes" if c["answering"] else "NO", c["latency_ms"], c["detail"]) for c in data["clusters"]],
+            [
+                (c["name"], c["kind"], c["url"], "yes" if c["answering"] else "NO", c["latency_ms"], c["detail"])
+                for c in data["clusters"]
+            ],
         )
     )
     if data["problems"]:

@@ -39,7 +39,12 @@ def up(args: argparse.Namespace) -> int:
         print(f"starting the reference cluster in {rc.dir}", file=sys.stderr)
     fresh = rc.up(progress=progress, timeout=args.timeout)
     elapsed = time.monotonic() - started
-    data = {"already_up": not fresh, "dir": str(rc.dir), "etcd": f"{HOST}:{rc.ports.etcd}", "seconds": round(elapsed, 2)}
+    data = {
+        "already_up": not fresh,
+        "dir": str(rc.dir),
+        "etcd": f"{HOST}:{rc.ports.etcd}",
+        "seconds": round(elapsed, 2),
+    }
     human = (
         f"reference cluster is already up in {rc.dir} (etcd {data['etcd']})"
         if not fresh
@@ -69,7 +74,9 @@ def status(args: argparse.Namespace) -> int:
         entry = {"name": name, "pid": info["pid"], "port": info["port"], "running": running[name], "log": info["log"]}
         if name != "etcd" and running[name]:
             result = probe_cluster(rc.cluster_spec(name), timeout=1.0)
-            entry.update(answering=result.ok, latency_ms=None if result.latency_ms is None else round(result.latency_ms, 2))
+            entry.update(
+                answering=result.ok, latency_ms=None if result.latency_ms is None else round(result.latency_ms, 2)
+            )
         components.append(entry)
     routes: list[dict[str, Any]] = []
     if running["etcd"]:
@@ -78,17 +85,25 @@ def status(args: argparse.Namespace) -> int:
                 routes = [{"name": r.name, "active": r.active, "epoch": r.epoch} for r in center.routes().values()]
         except ConfigCenterError as exc:
             routes = [{"error": str(exc)}]
-    data = {"up": all(running.values()), "dir": str(rc.dir), "started_at": state["started_at"], "components": components, "routes": routes}
+    data = {
+        "up": all(running.values()),
+        "dir": str(rc.dir),
+        "started_at": state["started_at"],
+        "components": components,
+        "routes": routes,
+    }
     human = table(
         ("COMPONENT", "PID", "PORT", "RUNNING", "ANSWERS", "LOG"),
         [
             (c["name"], c["pid"], c["port"], "yes" if c["running"] else "DEAD",
-             {True: "yes", False: "NO"}.get(c.get("answering")), c["log"])
+             {True: "yes", False: "NO", None: None}[c.get("answering")], c["log"])
             for c in components
         ],
     )  # fmt: skip
     if routes:
-        human += "\n\n" + table(("ROUTE", "ACTIVE", "EPOCH"), [(r.get("name"), r.get("active"), r.get("epoch")) for r in routes])
+        human += "\n\n" + table(
+            ("ROUTE", "ACTIVE", "EPOCH"), [(r.get("name"), r.get("active"), r.get("epoch")) for r in routes]
+        )
     emit(args.json, data, human)
     return 0 if data["up"] else 1
 
@@ -97,8 +112,15 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     ref = sub.add_parser("refcluster", help="the bundled local reference cluster")
     rsub = ref.add_subparsers(dest="action", required=True)
     local = argparse.ArgumentParser(add_help=False)
-    local.add_argument("--dir", help="state, data and logs (default $HOTSTANDBY_REFCLUSTER_DIR or ~/.hotstandby/refcluster)")
-    local.add_argument("--port", action="append", metavar="NAME=PORT", help="override a port: etcd, etcd_peer, kafka-a, kafka-b, pulsar-a, pulsar-b")
+    local.add_argument(
+        "--dir", help="state, data and logs (default $HOTSTANDBY_REFCLUSTER_DIR or ~/.hotstandby/refcluster)"
+    )
+    local.add_argument(
+        "--port",
+        action="append",
+        metavar="NAME=PORT",
+        help="override a port: etcd, etcd_peer, kafka-a, kafka-b, pulsar-a, pulsar-b",
+    )
     p = rsub.add_parser("up", parents=[common, local], help="start etcd and the four brokers, register routes")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for every process to answer")
     p.set_defaults(func=up)

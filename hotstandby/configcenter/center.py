@@ -6,7 +6,7 @@ import getpass
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from hotstandby.configcenter.keys import Keys
 from hotstandby.configcenter.store import KeyValue, KVStore
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 __all__ = ["ConfigCenter", "Snapshot", "default_actor"]
 
 log = get_logger("hotstandby.configcenter")
+
+D = TypeVar("D")
+K = TypeVar("K")
 
 
 def default_actor() -> str:
@@ -97,11 +100,11 @@ class ConfigCenter:
     def _parse_all(
         self,
         kvs: list[KeyValue],
-        parse: Callable[[KeyValue], object],
-        key_of: Callable[[object], object],
+        parse: Callable[[KeyValue], D],
+        key_of: Callable[[D], K],
         problems: list[HotStandbyError],
-    ) -> dict:  # type: ignore[type-arg]
-        out = {}
+    ) -> dict[K, D]:
+        out: dict[K, D] = {}
         for kv in kvs:
             try:
                 doc = parse(kv)
@@ -179,7 +182,13 @@ class ConfigCenter:
         if active not in clusters:
             raise ValidationError(self.keys.route(name), f"active cluster {active!r} is not one of {clusters}")
         route = Route(
-            name=name, active=active, clusters=tuple(clusters), epoch=1, reason=reason, by=default_actor(), at=utc_now_iso()
+            name=name,
+            active=active,
+            clusters=tuple(clusters),
+            epoch=1,
+            reason=reason,
+            by=default_actor(),
+            at=utc_now_iso(),
         )
         # Round-trip through the parser so a created route passes the same checks as a read one.
         route = Route.from_json(name, route.to_json(), key=self.keys.route(name))
@@ -216,7 +225,9 @@ class ConfigCenter:
 
     # -- watching ------------------------------------------------------------------------
 
-    def watch_routes(self, callback: Callable[[RouteChange], None] | None = None, *, timeout: float = 10.0) -> RouteWatcher:
+    def watch_routes(
+        self, callback: Callable[[RouteChange], None] | None = None, *, timeout: float = 10.0
+    ) -> RouteWatcher:
         """Start a :class:`RouteWatcher`; ``callback`` (optional) is subscribed before it starts.
 
         Raises :class:`~hotstandby.errors.ConfigCenterUnavailable` if the routes cannot be

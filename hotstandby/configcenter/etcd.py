@@ -18,7 +18,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from hotstandby.configcenter.store import Event, KeyValue, KVStore, WatchStream
-from hotstandby.errors import ConfigCenterError, ConfigCenterUnavailable, MissingDependencyError, RevisionCompacted
+from hotstandby.errors import (
+    ConfigCenterError,
+    ConfigCenterUnavailable,
+    MissingDependencyError,
+    RevisionCompacted,
+)
 from hotstandby.settings import Endpoint
 
 __all__ = ["EtcdStore"]
@@ -29,9 +34,7 @@ try:
     from pyetcd import events as etcd_events
     from pyetcd import exceptions as etcd_exc
 except ImportError as exc:  # pragma: no cover - the dependency is a core requirement
-    raise MissingDependencyError(
-        "the etcd client is missing: pip install etcd-sdk-python 'protobuf>=5.27.2'"
-    ) from exc
+    raise MissingDependencyError("the etcd client is missing: pip install etcd-sdk-python 'protobuf>=5.27.2'") from exc
 
 _GRPC_OPTIONS = [
     ("grpc.keepalive_time_ms", 10_000),
@@ -97,9 +100,7 @@ class _EtcdWatch(WatchStream):
         self._closed = threading.Event()
         self._failed: BaseException | None = None
         with _mapped():
-            self._watch_id = client.add_watch_prefix_callback(
-                prefix, self._queue.put, start_revision=start_revision
-            )
+            self._watch_id = client.add_watch_prefix_callback(prefix, self._queue.put, start_revision=start_revision)
 
     def get(self, timeout: float) -> list[Event]:
         if self._failed is not None:
@@ -116,8 +117,10 @@ class _EtcdWatch(WatchStream):
             raise mapped from item
         events = []
         for ev in item.events:
-            kind = "delete" if isinstance(ev, etcd_events.DeleteEvent) else "put"
-            events.append(Event(kind, ev.key.decode(), bytes(ev.value or b""), ev.mod_revision))
+            if isinstance(ev, etcd_events.DeleteEvent):
+                events.append(Event("delete", ev.key.decode(), b"", ev.mod_revision))
+            else:
+                events.append(Event("put", ev.key.decode(), bytes(ev.value), ev.mod_revision))
         return events
 
     def cancel(self) -> None:

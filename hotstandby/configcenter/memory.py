@@ -132,9 +132,7 @@ class MemoryStore(KVStore):
             watch = _MemoryWatch(self, prefix)
             revisions = [e.mod_revision for e in self._history]
             backlog = [
-                e
-                for e in self._history[bisect.bisect_left(revisions, start_revision) :]
-                if e.key.startswith(prefix)
+                e for e in self._history[bisect.bisect_left(revisions, start_revision) :] if e.key.startswith(prefix)
             ]
             if backlog:
                 watch.push(backlog)

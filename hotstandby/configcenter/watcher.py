@@ -122,6 +122,9 @@ class RouteWatcher:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    def _sleep(self, seconds: float) -> None:
+        self._stopped.wait(seconds)  # returns early when stop() is called
+
     def _backoff(self) -> tenacity.wait.wait_base:
         return tenacity.wait_exponential_jitter(multiplier=0.05, max=self._max_backoff, jitter=0.05)
 
@@ -178,10 +181,10 @@ class RouteWatcher:
             )
 
         retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(self._store.recoverable_errors + (RevisionCompacted,)),
+            retry=tenacity.retry_if_exception_type((*self._store.recoverable_errors, RevisionCompacted)),
             wait=self._backoff(),
             stop=tenacity.stop_when_event_set(self._stopped),
-            sleep=self._stopped.wait,
+            sleep=self._sleep,
             before_sleep=before_sleep,
             reraise=True,
         )

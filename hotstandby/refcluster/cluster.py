@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.documents import ClusterSpec, Link, utc_now_iso
-from hotstandby.errors import ConfigCenterError, ProcessStartError, RefClusterError, ValidationError
+from hotstandby.documents import ClusterSpec, Link, Policy, utc_now_iso
+from hotstandby.errors import ConfigCenterError, RefClusterError, ValidationError
 from hotstandby.logs import get_logger
 from hotstandby.probe import ProtocolError, probe_cluster
 from hotstandby.refcluster.binaries import find_binaries
@@ -79,7 +79,7 @@ class Ports:
                 s = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
                 s.bind((HOST, 0))
                 socks.append(s)
-            return cls(**{f.name: s.getsockname()[1] for f, s in zip(fields(cls), socks)})
+            return cls(**{f.name: s.getsockname()[1] for f, s in zip(fields(cls), socks, strict=True)})
 
     def with_overrides(self, overrides: dict[str, int]) -> Ports:
         """Override by component name (``kafka-a``) or field name (``kafka_a``, ``etcd_peer``)."""
@@ -101,7 +101,9 @@ class Ports:
 class RefCluster:
     """The reference cluster rooted at ``directory``; also a context manager (up/down)."""
 
-    def __init__(self, directory: Path | str | None = None, ports: Ports | None = None, *, namespace: str = "/hotstandby") -> None:
+    def __init__(
+        self, directory: Path | str | None = None, ports: Ports | None = None, *, namespace: str = "/hotstandby"
+    ) -> None:
         self.dir = Path(directory) if directory else default_dir()
         self.requested_ports = ports or Ports()
         self.namespace = namespace
@@ -198,7 +200,11 @@ class RefCluster:
 
     def _start(self, component: str, ports: Ports, argv: list[str]) -> dict[str, Any]:
         log_path = self.dir / "logs" / f"{component}.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ETCD_", "LISTENER_URL", "CLUSTER_ID", "STORAGE_ENGINE"))}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("ETCD_", "LISTENER_URL", "CLUSTER_ID", "STORAGE_ENGINE"))
+        }
         proc = spawn(argv, log_path=log_path, cwd=self.dir, env=env)
         self._children[component] = proc
         return {"pid": proc.pid, "port": ports.of(component), "log": str(log_path), "argv": argv}
@@ -228,7 +234,9 @@ class RefCluster:
             self._write_state(state)  # written before waiting so `down` can clean up a failed start
             deadline = time.monotonic() + timeout
             for component in COMPONENTS:
-                waited = self._wait(component, ports, state["components"][component], max(deadline - time.monotonic(), 1.0))
+                waited = self._wait(
+                    component, ports, state["components"][component], max(deadline - time.monotonic(), 1.0)
+                )
                 log.info("refcluster.ready", component=component, port=ports.of(component), waited_s=round(waited, 3))
                 if progress:
                     progress(component, waited)
@@ -291,9 +299,12 @@ class RefCluster:
             for component in COMPONENTS[1:]:
                 center.put_cluster(self.cluster_spec(component), replace=True)
             for a, b in ROUTES.values():
-                policy = "prefix" if a.startswith("kafka") else "identity"
+                # MM2's default naming for Kafka; Pulsar geo-replication keeps topic names.
+                policy: Policy = "prefix" if a.startswith("kafka") else "identity"
                 for source, target in ((a, b), (b, a)):
-                    center.put_link(Link(source=source, target=target, policy=policy, replicator="hotstandby-refcluster"))
+                    center.put_link(
+                        Link(source=source, target=target, policy=policy, replicator="hotstandby-refcluster")
+                    )
             for route, clusters in ROUTES.items():
                 center.create_route(route, list(clusters), clusters[0], reason="refcluster up")
 

@@ -22,7 +22,9 @@ __all__ = ["is_running", "spawn", "stop_pid", "tail", "wait_ready"]
 log = get_logger("hotstandby.refcluster")
 
 
-def spawn(argv: Sequence[str], *, log_path: Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def spawn(
+    argv: Sequence[str], *, log_path: Path, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """Start ``argv`` in its own session (it outlives the CLI), output appended to ``log_path``."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as out:

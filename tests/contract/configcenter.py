@@ -220,7 +220,10 @@ class ConfigCenterContract:
             (b"{oops", "malformed JSON"),
             (json.dumps({"active": "ghost", "clusters": ["ghost", "kafka-a"], "epoch": 9}).encode(), "unknown cluster"),
             (json.dumps({"active": "kafka-b", "clusters": ["kafka-a", "kafka-b"], "epoch": 1}).encode(), "not greater"),
-            (json.dumps({"active": "pulsar-a", "clusters": ["kafka-a", "pulsar-a"], "epoch": 5}).encode(), "different kinds"),
+            (
+                json.dumps({"active": "pulsar-a", "clusters": ["kafka-a", "pulsar-a"], "epoch": 5}).encode(),
+                "different kinds",
+            ),
             (json.dumps({"active": "kafka-b", "clusters": ["kafka-a", "kafka-b"], "epoch": "7"}).encode(), "epoch"),
         ],
     )
@@ -274,7 +277,7 @@ class ConfigCenterContract:
             store.sever()
             center.switch("orders", "kafka-b")
             latest = center.switch("orders", "kafka-a")
-            kvs, revision = store.get_prefix(center.keys.namespace + "/")
+            _, revision = store.get_prefix(center.keys.namespace + "/")
             store.compact(revision)
             store.reopen()
             change = changes.take()

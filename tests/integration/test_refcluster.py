@@ -20,7 +20,7 @@ from tests.integration.conftest import listening_addresses
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "hotstandby.cli", *args],
-        capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})},
+        capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}, check=False,
     )  # fmt: skip
 
 
@@ -85,7 +85,9 @@ def test_raw_pulsar_client_produce_and_consume(refcluster: RefCluster, cluster: 
     import pulsar
 
     spec = refcluster.cluster_spec(cluster)
-    client = pulsar.Client(spec.url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    client = pulsar.Client(
+        spec.url, operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+    )
     try:
         topic = f"persistent://public/default/raw-{uuid.uuid4().hex[:8]}"
         consumer = client.subscribe(topic, "sub", initial_position=pulsar.InitialPosition.Earliest)

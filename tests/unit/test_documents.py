@@ -4,7 +4,14 @@ import json
 
 import pytest
 
-from hotstandby.documents import ClusterSpec, Link, Route, check_route, check_route_update, resolve_secret_refs
+from hotstandby.documents import (
+    ClusterSpec,
+    Link,
+    Route,
+    check_route,
+    check_route_update,
+    resolve_secret_refs,
+)
 from hotstandby.errors import StaleEpochError, UnknownClusterError, ValidationError
 
 
@@ -52,9 +59,14 @@ def test_invalid_cluster_names_key_and_problem(raw: str, problem: str) -> None:
 
 
 def test_secret_references_resolve_from_the_environment_only_when_used() -> None:
-    spec = ClusterSpec(name="k", kind="kafka", url="h:1", client={"sasl.password": "${env:KAFKA_PW}", "x": "a${env:SUFFIX}"})
+    spec = ClusterSpec(
+        name="k", kind="kafka", url="h:1", client={"sasl.password": "${env:KAFKA_PW}", "x": "a${env:SUFFIX}"}
+    )
     assert "${env:KAFKA_PW}" in spec.to_json()  # stored as a reference, never as the secret
-    assert resolve_secret_refs(spec.client, {"KAFKA_PW": "s3cret", "SUFFIX": "b"}) == {"sasl.password": "s3cret", "x": "ab"}
+    assert resolve_secret_refs(spec.client, {"KAFKA_PW": "s3cret", "SUFFIX": "b"}) == {
+        "sasl.password": "s3cret",
+        "x": "ab",
+    }
     with pytest.raises(ValidationError, match="KAFKA_PW"):
         resolve_secret_refs(spec.client, {})
 

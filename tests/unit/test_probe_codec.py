@@ -8,11 +8,11 @@ import threading
 from collections.abc import Callable
 
 import pytest
+from hotstandby.adapters.kafka import probe as kafka_probe
+from hotstandby.adapters.pulsar import probe as pulsar_probe
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hotstandby.adapters.kafka import probe as kafka_probe
-from hotstandby.adapters.pulsar import probe as pulsar_probe
 from hotstandby.probe import ProtocolError
 
 
@@ -62,7 +62,7 @@ def test_kafka_probe_rejects_an_error_code() -> None:
         payload = struct.pack(">ihi", corr, 35, 0)
         return struct.pack(">i", len(payload)) + payload
 
-    port, t, _ = serve_once(reply)
+    port, _, _ = serve_once(reply)
     with pytest.raises(ProtocolError, match="error code 35"):
         kafka_probe.probe("127.0.0.1", port, 2.0)
 
@@ -77,17 +77,17 @@ def test_pulsar_probe_sends_connect_and_reads_connected() -> None:
         cmd = b"\x08\x03" + b"\x1a" + bytes([len(server)]) + server
         return struct.pack(">ii", len(cmd) + 4, len(cmd)) + cmd
 
-    port, t, _ = serve_once(reply)
+    port, _, _ = serve_once(reply)
     assert pulsar_probe.probe("127.0.0.1", port, 2.0) == "pulsar protocol, server test"
 
 
 def test_pulsar_probe_reports_error_reply() -> None:
-    port, t, _ = serve_once(lambda body: struct.pack(">ii", 6, 2) + b"\x08\x0e")
+    port, _, _ = serve_once(lambda body: struct.pack(">ii", 6, 2) + b"\x08\x0e")
     with pytest.raises(ProtocolError, match="ERROR"):
         pulsar_probe.probe("127.0.0.1", port, 2.0)
 
 
 def test_closed_connection_is_a_protocol_error() -> None:
-    port, t, _ = serve_once(lambda body: b"\x00\x00")
+    port, _, _ = serve_once(lambda body: b"\x00\x00")
     with pytest.raises(ProtocolError, match="closed"):
         kafka_probe.probe("127.0.0.1", port, 2.0)

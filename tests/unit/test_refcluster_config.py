@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 from hotstandby.errors import ValidationError
@@ -47,7 +49,7 @@ def test_every_listen_address_is_loopback(tmp_path, component: str) -> None:  # 
 def test_pulsar_lite_metrics_server_is_disabled(tmp_path) -> None:  # type: ignore[no-untyped-def]
     argv = RefCluster(tmp_path, Ports())._argv("pulsar-b", Ports())
     config = argv[argv.index("--config") + 1]
-    assert open(config).read() == "[metrics]\nenabled = false\n"
+    assert pathlib.Path(config).read_text() == "[metrics]\nenabled = false\n"
 
 
 def test_kafka_clusters_carry_the_broker_overrides(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -14,12 +14,20 @@ def test_defaults_apply_when_nothing_is_set() -> None:
 
 
 def test_environment_beats_defaults_and_arguments_beat_environment() -> None:
-    env = {"HOTSTANDBY_ETCD": "10.0.0.1:2379,10.0.0.2:2379", "HOTSTANDBY_NAMESPACE": "/from-env", "HOTSTANDBY_ETCD_TIMEOUT": "2"}
+    env = {
+        "HOTSTANDBY_ETCD": "10.0.0.1:2379,10.0.0.2:2379",
+        "HOTSTANDBY_NAMESPACE": "/from-env",
+        "HOTSTANDBY_ETCD_TIMEOUT": "2",
+    }
     from_env = Settings.resolve(environ=env)
     assert [str(e) for e in from_env.etcd] == ["10.0.0.1:2379", "10.0.0.2:2379"]
     assert (from_env.namespace, from_env.etcd_timeout) == ("/from-env", 2.0)
     explicit = Settings.resolve(etcd="127.0.0.1:1", namespace="arg", etcd_timeout=0.5, environ=env)
-    assert ([str(e) for e in explicit.etcd], explicit.namespace, explicit.etcd_timeout) == (["127.0.0.1:1"], "/arg", 0.5)
+    assert ([str(e) for e in explicit.etcd], explicit.namespace, explicit.etcd_timeout) == (
+        ["127.0.0.1:1"],
+        "/arg",
+        0.5,
+    )
 
 
 def test_empty_environment_variable_counts_as_unset() -> None:
