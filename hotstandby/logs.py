@@ -50,6 +50,11 @@ def get_logger(name: str = "hotstandby") -> Any:
     return structlog.get_logger(name)
 
 
+def _stderr_logger(*_args: Any) -> structlog.PrintLogger:
+    # Look sys.stderr up per logger, not once: it may be replaced after configure().
+    return structlog.PrintLogger(sys.stderr)
+
+
 def configure(level: str = "info", *, json: bool = False) -> None:
     """Configure structlog for a process that has no logging setup of its own (the CLI)."""
     renderer: Any = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
@@ -62,6 +67,6 @@ def configure(level: str = "info", *, json: bool = False) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )
