@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import threading
 
 from hotstandby import ConfigCenter, RouteChange, Settings
@@ -32,10 +33,8 @@ def main() -> None:
             route = watcher.current(name)
             if route:
                 print(f"{name}: active {route.active} (epoch {route.epoch})")
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait(args.seconds)
-        except KeyboardInterrupt:
-            pass
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -58,13 +57,9 @@ def clusters_add(args: argparse.Namespace) -> int:
         if not sep:
             raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
         settings[key] = value
-    doc: dict[str, Any] = {
-        "kind": args.kind,
-        ("bootstrap.servers" if args.kind == "kafka" else "service_url"): args.url,
-    }
-    if settings:
-        doc["client"] = settings
-    spec = ClusterSpec.from_json(args.name, json.dumps(doc))
+    # Round-trip through the parser so the CLI applies exactly the checks a read applies.
+    spec = ClusterSpec(name=args.name, kind=args.kind, url=args.url, client=settings)
+    spec = ClusterSpec.from_json(args.name, spec.to_json())
     with _center(args) as center:
         center.put_cluster(spec, replace=args.replace)
     emit(

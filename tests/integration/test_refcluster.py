@@ -130,6 +130,11 @@ def test_lifecycle_up_status_dead_process_down(tmp_path) -> None:  # type: ignor
         assert status.returncode == 1
         running = {c["name"]: c["running"] for c in json.loads(status.stdout)["components"]}
         assert running == {n: n != "kafka-b" for n in COMPONENTS}
+        answers = run_cli("status", "--json", "--timeout", "1", "--etcd", f"127.0.0.1:{ports.etcd}")
+        assert answers.returncode == 0, answers.stderr
+        answering = {c["name"]: (c["answering"], c["detail"]) for c in json.loads(answers.stdout)["clusters"]}
+        assert answering["kafka-b"][0] is False and "refused" in answering["kafka-b"][1].lower()
+        assert all(ok for name, (ok, _) in answering.items() if name != "kafka-b")
     finally:
         down = run_cli("refcluster", "down", "--dir", str(tmp_path), "--json")
     assert down.returncode == 0, down.stderr
