@@ -1,8 +1,8 @@
 """Print every accepted change of the routes in a namespace until interrupted.
 
-    hotstandby refcluster up
-    python examples/watch_routes.py            # in one terminal
-    hotstandby switch orders --to kafka-b      # in another
+hotstandby refcluster up
+python examples/watch_routes.py            # in one terminal
+hotstandby switch orders --to kafka-b      # in another
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ def main() -> None:
 
     def on_change(change: RouteChange) -> None:
         before = change.previous.active if change.previous else "-"
-        print(f"{change.route.name}: {before} -> {change.route.active} (epoch {change.route.epoch}, {change.route.reason!r})")
+        print(
+            f"{change.route.name}: {before} -> {change.route.active} (epoch {change.route.epoch}, {change.route.reason!r})"
+        )
 
     settings = Settings.resolve(etcd=args.etcd, namespace=args.namespace)
     with ConfigCenter.open(settings) as center, center.watch_routes(on_change) as watcher:

@@ -98,6 +98,20 @@ class Ports:
         return int(getattr(self, component.replace("-", "_")))
 
 
+def _check_ports_free(ports: Ports) -> None:
+    """Refuse to start when a port is taken: a broker already there would pass our readiness probe."""
+    busy = []
+    for f in fields(ports):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((HOST, getattr(ports, f.name)))
+            except OSError:
+                busy.append(f"{f.name.replace('_', '-')}={getattr(ports, f.name)}")
+    if busy:
+        raise RefClusterError(f"ports in use on {HOST}: {', '.join(busy)}; choose others with --port NAME=PORT")
+
+
 class RefCluster:
     """The reference cluster rooted at ``directory``; also a context manager (up/down)."""
 
@@ -200,11 +214,13 @@ class RefCluster:
 
     def _start(self, component: str, ports: Ports, argv: list[str]) -> dict[str, Any]:
         log_path = self.dir / "logs" / f"{component}.log"
+        # Drop variables the binaries would read as configuration; no colour codes in the logs.
         env = {
             k: v
             for k, v in os.environ.items()
             if not k.startswith(("ETCD_", "LISTENER_URL", "CLUSTER_ID", "STORAGE_ENGINE"))
         }
+        env["NO_COLOR"] = "1"
         proc = spawn(argv, log_path=log_path, cwd=self.dir, env=env)
         self._children[component] = proc
         return {"pid": proc.pid, "port": ports.of(component), "log": str(log_path), "argv": argv}
@@ -223,6 +239,7 @@ class RefCluster:
             log.warning("refcluster.partial", running=self.running())
             self.down()
         ports = self.requested_ports
+        _check_ports_free(ports)
         for name in ("etcd-data", "pulsar-a-data", "pulsar-b-data"):
             shutil.rmtree(self.dir / name, ignore_errors=True)
         self.dir.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,10 @@ def test_clusters_and_routes_can_be_defined_and_listed(
     refcluster: RefCluster, namespace: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     where = etcd_args(refcluster, namespace)
-    assert run(capsys, "clusters", "add", "k1", "--kind", "kafka", "--url", "127.0.0.1:1", "--set", "acks=all", *where)[0] == 0
+    assert (
+        run(capsys, "clusters", "add", "k1", "--kind", "kafka", "--url", "127.0.0.1:1", "--set", "acks=all", *where)[0]
+        == 0
+    )
     assert run(capsys, "clusters", "add", "k2", "--kind", "kafka", "--url", "127.0.0.1:2", *where)[0] == 0
     code, _, err = run(capsys, "clusters", "add", "k2", "--kind", "kafka", "--url", "127.0.0.1:3", *where)
     assert code == 1 and "already exists" in err
@@ -46,7 +49,11 @@ def test_switch_refusals_exit_1_with_a_reason(
     refcluster: RefCluster, center: ConfigCenter, namespace: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     where = etcd_args(refcluster, namespace)
-    for target, reason in [("kafka-a", "already active"), ("pulsar-b", "is a pulsar cluster"), ("nope", "unknown cluster")]:
+    for target, reason in [
+        ("kafka-a", "already active"),
+        ("pulsar-b", "is a pulsar cluster"),
+        ("nope", "unknown cluster"),
+    ]:
         code, out, err = run(capsys, "switch", "orders", "--to", target, *where)
         assert (code, out) == (1, "") and reason in err
     assert center.route("orders").epoch == 1

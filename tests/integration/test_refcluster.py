@@ -142,3 +142,20 @@ def test_lifecycle_up_status_dead_process_down(tmp_path) -> None:  # type: ignor
     assert not any(is_running(pid, binary) for pid, binary in pids.values())
     again = run_cli("refcluster", "down", "--dir", str(tmp_path), "--json")
     assert again.returncode == 0 and json.loads(again.stdout)["stopped"] == []
+
+
+def test_up_refuses_ports_in_use_and_leaves_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import socket
+
+    ports = Ports.free()
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", ports.kafka_b))
+        squatter.listen(1)
+        out = run_cli("refcluster", "up", "--dir", str(tmp_path), *[
+            arg for name in ("etcd", "etcd_peer", "kafka-a", "kafka-b", "pulsar-a", "pulsar-b")
+            for arg in ("--port", f"{name}={ports.of(name)}")
+        ])  # fmt: skip
+    assert out.returncode == 1
+    assert f"ports in use on 127.0.0.1: kafka-b={ports.kafka_b}" in out.stderr
+    assert not (tmp_path / "state.json").exists()
+    assert not (tmp_path / "logs").exists(), "nothing should have been started"
