@@ -13,6 +13,7 @@
     ├── ConfigCenterError                   the config center (etcd) misbehaved
     │   ├── ConfigCenterUnavailable (ConnectionError)   retryable
     │   └── RevisionCompacted               a watch asked for history that is gone
+    ├── FormatError (ValueError)             bytes that do not decode as their format says
     ├── MissingDependencyError (ImportError) an optional extra is not installed
     └── RefClusterError (RuntimeError)       the bundled reference cluster failed
         └── ProcessStartError               a process did not become ready in time
@@ -28,6 +29,7 @@ __all__ = [
     "ConfigCenterError",
     "ConfigCenterUnavailable",
     "ConfigError",
+    "FormatError",
     "HotStandbyError",
     "MissingDependencyError",
     "ProcessStartError",
@@ -95,6 +97,10 @@ class RevisionCompacted(ConfigCenterError):
     def __init__(self, compact_revision: int) -> None:
         super().__init__(f"revision compacted; oldest available is {compact_revision}")
         self.compact_revision = compact_revision
+
+
+class FormatError(HotStandbyError, ValueError):
+    """Bytes (a record key or value, a header) that do not decode as their format says."""
 
 
 class MissingDependencyError(HotStandbyError, ImportError):
