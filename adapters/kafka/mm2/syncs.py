@@ -172,4 +172,4 @@ class OffsetSyncStore:
             return None
         if sync.upstream_offset > upstream_offset:
             return -1
-        return sync.downstream_offset + (0 if sync.upstream_offset == upstream_offset else 1)
+        return int(sync.downstream_offset) + (0 if sync.upstream_offset == upstream_offset else 1)
