@@ -11,7 +11,7 @@ from hotstandby.cli.output import emit, table
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterError
 from hotstandby.probe import probe_cluster
-from hotstandby.refcluster import COMPONENTS, Ports, RefCluster
+from hotstandby.refcluster import BROKERS, COMPONENTS, Ports, RefCluster
 from hotstandby.refcluster.cluster import HOST
 
 __all__ = ["add_commands"]
@@ -70,9 +70,11 @@ def status(args: argparse.Namespace) -> int:
     running = rc.running()
     components: list[dict[str, Any]] = []
     for name in COMPONENTS:
-        info = state["components"][name]
+        info = state["components"].get(name)
+        if info is None:
+            continue
         entry = {"name": name, "pid": info["pid"], "port": info["port"], "running": running[name], "log": info["log"]}
-        if name != "etcd" and running[name]:
+        if name in BROKERS[1:] and running[name]:
             result = probe_cluster(rc.cluster_spec(name), timeout=1.0)
             entry.update(
                 answering=result.ok, latency_ms=None if result.latency_ms is None else round(result.latency_ms, 2)
@@ -85,12 +87,14 @@ def status(args: argparse.Namespace) -> int:
                 routes = [{"name": r.name, "active": r.active, "epoch": r.epoch} for r in center.routes().values()]
         except ConfigCenterError as exc:
             routes = [{"error": str(exc)}]
+    flows = [{"name": name, **(report or {"state": "no report"})} for name, report in rc.replication().items()]
     data = {
         "up": all(running.values()),
         "dir": str(rc.dir),
         "started_at": state["started_at"],
         "components": components,
         "routes": routes,
+        "replication": flows,
     }
     human = table(
         ("COMPONENT", "PID", "PORT", "RUNNING", "ANSWERS", "LOG"),
@@ -104,8 +108,36 @@ def status(args: argparse.Namespace) -> int:
         human += "\n\n" + table(
             ("ROUTE", "ACTIVE", "EPOCH"), [(r.get("name"), r.get("active"), r.get("epoch")) for r in routes]
         )
+    if flows:
+        human += "\n\n" + _replication_table(flows)
     emit(args.json, data, human)
     return 0 if data["up"] else 1
+
+
+def _replication_table(flows: list[dict[str, Any]]) -> str:
+    now = time.time()
+
+    def ago(event: dict[str, Any] | None) -> str | None:
+        return None if not event else f"{now - event['at']:.1f}s ago"
+
+    text = table(
+        ("FLOW", "STATE", "TOPICS", "COPIED", "LAG", "LAG_S", "LAST_SYNC", "LAST_CHECKPOINT", "ERRORS"),
+        [
+            (f["name"], f.get("state"), len(f.get("topics", {})), f.get("records_copied"), f.get("lag_records"),
+             f.get("lag_seconds"), ago(f.get("last_offset_sync")), ago(f.get("last_checkpoint")), len(f.get("errors", [])))
+            for f in flows
+        ],
+    )  # fmt: skip
+    overridden = next((f["intervals_overridden"] for f in flows if f.get("intervals_overridden")), None)
+    if overridden:
+        shown = ", ".join(
+            f"{k} {v['value']:g}s (MM2 default {v['mm2_default']:g}s)" for k, v in sorted(overridden.items())
+        )
+        text += f"\nintervals shorter than MM2's defaults: {shown}"
+    for f in flows:
+        for err in f.get("errors", [])[-3:]:
+            text += f"\n{f['name']} error {now - err['at']:.0f}s ago: {err['error']}"
+    return text
 
 
 def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]

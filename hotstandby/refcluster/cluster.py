@@ -30,15 +30,26 @@ from hotstandby.errors import ConfigCenterError, RefClusterError, ValidationErro
 from hotstandby.logs import get_logger
 from hotstandby.probe import ProtocolError, probe_cluster
 from hotstandby.refcluster.binaries import find_binaries
+from hotstandby.refcluster.flow_status import read_status
 from hotstandby.refcluster.processes import is_running, spawn, stop_pid, wait_ready
+from hotstandby.refcluster.replicators import (
+    KAFKA_FLOWS,
+    NotReady,
+    check_ready,
+    kafka_flow_config,
+    replicator_name,
+    status_path,
+)
 from hotstandby.settings import Settings, parse_endpoints
 
-__all__ = ["COMPONENTS", "Ports", "RefCluster", "default_dir"]
+__all__ = ["BROKERS", "COMPONENTS", "REPLICATORS", "Ports", "RefCluster", "default_dir"]
 
 log = get_logger("hotstandby.refcluster")
 
 HOST = "127.0.0.1"
-COMPONENTS = ("etcd", "kafka-a", "kafka-b", "pulsar-a", "pulsar-b")
+BROKERS = ("etcd", "kafka-a", "kafka-b", "pulsar-a", "pulsar-b")
+REPLICATORS = tuple(replicator_name(s, t) for s, t in KAFKA_FLOWS)
+COMPONENTS = BROKERS + REPLICATORS
 ROUTES = {"orders": ("kafka-a", "kafka-b"), "payments": ("pulsar-a", "pulsar-b")}
 
 # Client settings the bundled brokers need (DESIGN §5), stored in their cluster definitions:
@@ -159,16 +170,36 @@ class RefCluster:
     def running(self) -> dict[str, bool]:
         state = self.state() or {"components": {}}
         return {
-            name: bool(info) and is_running(info["pid"], info["argv"][0])
+            name: bool(info) and is_running(info["pid"], info["argv"])
             for name, info in ((n, state["components"].get(n)) for n in COMPONENTS)
         }
+
+    def replication(self) -> dict[str, dict[str, Any] | None]:
+        """Each replicator's last reported status (None before its first report)."""
+        return {name: read_status(status_path(self._argv_config(name))) for name in REPLICATORS if self._has(name)}
+
+    def _has(self, component: str) -> bool:
+        return component in (self.state() or {}).get("components", {})
 
     def is_up(self) -> bool:
         return self.state() is not None and all(self.running().values())
 
     # -- lifecycle -------------------------------------------------------------------------
 
+    def link(self, source: str, target: str) -> Link:
+        """The link registered between two of the brokers (what the replicator follows)."""
+        # MM2's default naming for Kafka; Pulsar geo-replication keeps topic names.
+        policy: Policy = "prefix" if source.startswith("kafka") else "identity"
+        return Link(source=source, target=target, policy=policy, replicator="hotstandby-refcluster")
+
     def _argv(self, component: str, ports: Ports) -> list[str]:
+        if component in REPLICATORS:
+            source, target = next((s, t) for s, t in KAFKA_FLOWS if replicator_name(s, t) == component)
+            _, argv = kafka_flow_config(
+                self.cluster_spec(source, ports), self.cluster_spec(target, ports), self.link(source, target),
+                self.dir / "replicators",
+            )  # fmt: skip
+            return argv
         bins = find_binaries()
         if component == "etcd":
             peer = f"http://{HOST}:{ports.etcd_peer}"
@@ -195,6 +226,9 @@ class RefCluster:
         ]  # fmt: skip
 
     def _readiness(self, component: str, ports: Ports) -> tuple[Callable[[], object], tuple[type[BaseException], ...]]:
+        if component in REPLICATORS:
+            config = self._argv_config(component)
+            return (lambda: check_ready(config)), (NotReady,)
         if component == "etcd":
             settings = Settings(etcd=parse_endpoints(f"{HOST}:{ports.etcd}"), etcd_timeout=1.0)
 
@@ -212,8 +246,17 @@ class RefCluster:
 
         return check_broker, (OSError, ProtocolError)
 
+    def _argv_config(self, component: str) -> str:
+        info = (self.state() or {}).get("components", {}).get(component)
+        if not info:
+            raise RefClusterError(f"{component} has no recorded command line")
+        return str(info["argv"][info["argv"].index("--config") + 1])
+
     def _start(self, component: str, ports: Ports, argv: list[str]) -> dict[str, Any]:
         log_path = self.dir / "logs" / f"{component}.log"
+        if component in REPLICATORS:
+            # A status file left by a killed process must not pass for readiness.
+            status_path(argv[argv.index("--config") + 1]).unlink(missing_ok=True)
         # Drop variables the binaries would read as configuration; no colour codes in the logs.
         env = {
             k: v
@@ -223,7 +266,8 @@ class RefCluster:
         env["NO_COLOR"] = "1"
         proc = spawn(argv, log_path=log_path, cwd=self.dir, env=env)
         self._children[component] = proc
-        return {"pid": proc.pid, "port": ports.of(component), "log": str(log_path), "argv": argv}
+        port = None if component in REPLICATORS else ports.of(component)
+        return {"pid": proc.pid, "port": port, "log": str(log_path), "argv": argv}
 
     def _wait(self, component: str, ports: Ports, info: dict[str, Any], timeout: float) -> float:
         check, retry_on = self._readiness(component, ports)
@@ -245,19 +289,21 @@ class RefCluster:
         self.dir.mkdir(parents=True, exist_ok=True)
         state: dict[str, Any] = {"version": 1, "started_at": utc_now_iso(), "namespace": self.namespace,
                                  "ports": asdict(ports), "components": {}}  # fmt: skip
+        deadline = time.monotonic() + timeout
         try:
-            for component in COMPONENTS:
-                state["components"][component] = self._start(component, ports, self._argv(component, ports))
-            self._write_state(state)  # written before waiting so `down` can clean up a failed start
-            deadline = time.monotonic() + timeout
-            for component in COMPONENTS:
-                waited = self._wait(
-                    component, ports, state["components"][component], max(deadline - time.monotonic(), 1.0)
-                )
-                log.info("refcluster.ready", component=component, port=ports.of(component), waited_s=round(waited, 3))
-                if progress:
-                    progress(component, waited)
-            self.register()
+            # Brokers first; the replicators need them and the registered links.
+            for phase in (BROKERS, REPLICATORS):
+                for component in phase:
+                    state["components"][component] = self._start(component, ports, self._argv(component, ports))
+                self._write_state(state)  # before waiting, so `down` can clean up a failed start
+                for component in phase:
+                    info = state["components"][component]
+                    waited = self._wait(component, ports, info, max(deadline - time.monotonic(), 1.0))
+                    log.info("refcluster.ready", component=component, port=info["port"], waited_s=round(waited, 3))
+                    if progress:
+                        progress(component, waited)
+                if phase is BROKERS:
+                    self.register()
         except BaseException:
             self.down()
             raise
@@ -269,7 +315,7 @@ class RefCluster:
         stopped = []
         if state is not None:
             for component, info in reversed(list(state["components"].items())):
-                if stop_pid(info["pid"], info["argv"][0]):
+                if stop_pid(info["pid"], info["argv"]):
                     stopped.append(component)
                     log.info("refcluster.stopped", component=component, pid=info["pid"])
                 proc = self._children.pop(component, None)
@@ -281,13 +327,13 @@ class RefCluster:
     def kill(self, component: str, sig: int = signal.SIGKILL) -> None:
         """Send ``sig`` to one component (to simulate a crash); it stays down until restart."""
         info = self._component(component)
-        stop_pid(info["pid"], info["argv"][0], sig=sig)
+        stop_pid(info["pid"], info["argv"], sig=sig)
 
     def restart(self, component: str, *, timeout: float = 30.0) -> float:
         """Start a stopped component again with the same arguments and data; returns seconds to ready."""
         state = self.state() or {}
         info = self._component(component)
-        if is_running(info["pid"], info["argv"][0]):
+        if is_running(info["pid"], info["argv"]):
             raise RefClusterError(f"{component} is still running (pid {info['pid']})")
         ports = Ports(**state["ports"])
         state["components"][component] = new = self._start(component, ports, info["argv"])
@@ -313,15 +359,11 @@ class RefCluster:
         """Store the four clusters, the links between each pair and the two routes in ``namespace``."""
         settings = replace(self.settings(), namespace=namespace or self.namespace)
         with ConfigCenter.open(settings) as center:
-            for component in COMPONENTS[1:]:
+            for component in BROKERS[1:]:
                 center.put_cluster(self.cluster_spec(component), replace=True)
             for a, b in ROUTES.values():
-                # MM2's default naming for Kafka; Pulsar geo-replication keeps topic names.
-                policy: Policy = "prefix" if a.startswith("kafka") else "identity"
                 for source, target in ((a, b), (b, a)):
-                    center.put_link(
-                        Link(source=source, target=target, policy=policy, replicator="hotstandby-refcluster")
-                    )
+                    center.put_link(self.link(source, target))
             for route, clusters in ROUTES.items():
                 center.create_route(route, list(clusters), clusters[0], reason="refcluster up")
 

@@ -1,7 +1,7 @@
 """Starting, checking and stopping local server processes by PID.
 
 A PID alone can be reused by the system after a process exits, so before signalling we
-check that ``/proc/<pid>/cmdline`` still names the binary we started.
+check that ``/proc/<pid>/cmdline`` is still the command line we started.
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def is_running(pid: int, binary: str) -> bool:
-    """True if ``pid`` is alive, not a zombie, and runs ``binary``."""
+def is_running(pid: int, argv: Sequence[str]) -> bool:
+    """True if ``pid`` is alive, not a zombie, and runs exactly ``argv`` (a reused PID does not)."""
     _reap(pid)
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -57,31 +57,31 @@ def is_running(pid: int, binary: str) -> bool:
     state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
     if state in ("Z", "X"):
         return False
-    argv0 = cmdline.split(b"\0", 1)[0].decode(errors="replace")
-    return os.path.basename(argv0) == os.path.basename(binary)
+    return cmdline.rstrip(b"\0").split(b"\0") == [a.encode() for a in argv]
 
 
-def _wait_gone(pid: int, binary: str, timeout: float) -> bool:
+def _wait_gone(pid: int, argv: Sequence[str], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not is_running(pid, binary):
+        if not is_running(pid, argv):
             return True
         time.sleep(0.05)
-    return not is_running(pid, binary)
+    return not is_running(pid, argv)
 
 
-def stop_pid(pid: int, binary: str, *, timeout: float = 10.0, sig: int = signal.SIGTERM) -> bool:
-    """Stop our process ``pid``: ``sig``, then SIGKILL after ``timeout`` s. False if it was not running."""
-    if not is_running(pid, binary):
+def stop_pid(pid: int, argv: Sequence[str], *, timeout: float = 10.0, sig: int = signal.SIGTERM) -> bool:
+    """Stop our process ``pid`` (started as ``argv``): ``sig``, then SIGKILL after ``timeout`` s.
+    False if it was not running."""
+    if not is_running(pid, argv):
         return False
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    if sig != signal.SIGKILL and not _wait_gone(pid, binary, timeout):
-        log.warning("process.kill", pid=pid, binary=os.path.basename(binary), after_s=timeout)
+    if sig != signal.SIGKILL and not _wait_gone(pid, argv, timeout):
+        log.warning("process.kill", pid=pid, program=os.path.basename(argv[0]), after_s=timeout)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    if not _wait_gone(pid, binary, 5.0):
-        raise ProcessStartError(f"process {pid} ({binary}) did not exit after SIGKILL")
+    if not _wait_gone(pid, argv, 5.0):
+        raise ProcessStartError(f"process {pid} ({argv[0]}) did not exit after SIGKILL")
     return True
 
 

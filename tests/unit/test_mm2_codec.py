@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from hotstandby.adapters.kafka.mm2.codec import Checkpoint, Heartbeat, OffsetSync
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hotstandby.adapters.kafka.mm2.codec import Checkpoint, Heartbeat, OffsetSync
 from hotstandby.errors import FormatError
 
 

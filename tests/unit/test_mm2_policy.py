@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 import pytest
+
 from hotstandby.adapters.kafka.mm2.policy import (
     GROUPS_EXCLUDE_DEFAULT,
     GROUPS_INCLUDE_DEFAULT,
     NameFilter,
     ReplicationPolicy,
 )
-
 from hotstandby.documents import Link
 
 prefix = ReplicationPolicy()

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from hotstandby.adapters.kafka.mm2.codec import OffsetSync
-from hotstandby.adapters.kafka.mm2.syncs import SLOTS, OffsetSyncEmitter, OffsetSyncStore
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from hotstandby.adapters.kafka.mm2.codec import OffsetSync
+from hotstandby.adapters.kafka.mm2.syncs import SLOTS, OffsetSyncEmitter, OffsetSyncStore
 
 
 def emitted(emitter: OffsetSyncEmitter) -> list[tuple[int, int]]:
@@ -22,6 +23,14 @@ def test_first_record_syncs_at_once_then_every_offset_lag_max() -> None:
     assert emitted(e) == []
     e.record_written("t", 0, 101, 101)
     assert emitted(e) == [(101, 101)]
+
+
+def test_every_due_sync_is_kept_in_order_within_a_batch() -> None:
+    e = OffsetSyncEmitter(max_offset_lag=100)
+    for i in range(250):
+        e.record_written("t", 0, i, i)
+    e.promote_delayed()
+    assert emitted(e) == [(0, 0), (101, 101), (202, 202), (249, 249)]
 
 
 def test_skipped_upstream_and_truncated_downstream_sync_at_once() -> None:
@@ -50,15 +59,13 @@ def test_held_back_positions_are_sent_at_the_periodic_commit() -> None:
     assert emitted(e) == [], "nothing new to promote"
 
 
-def test_failed_writes_are_requeued_without_hiding_newer_ones() -> None:
+def test_failed_writes_are_requeued_ahead_of_newer_ones() -> None:
     e = OffsetSyncEmitter()
     e.record_written("t", 0, 0, 0)
     failed = e.take_pending()
-    e.record_written("t", 0, 7, 3)  # skipped upstream: due now, newer than the failed one
+    e.record_written("t", 0, 7, 3)  # skipped upstream: due now
     e.requeue(failed)
-    assert emitted(e) == [(7, 3)]
-    e.requeue(failed)
-    assert emitted(e) == [(0, 0)]
+    assert emitted(e) == [(0, 0), (7, 3)]
 
 
 def store_with(*pairs: tuple[int, int], topic: str = "t") -> OffsetSyncStore:

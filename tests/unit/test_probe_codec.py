@@ -8,11 +8,11 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from hotstandby.adapters.kafka import probe as kafka_probe
-from hotstandby.adapters.pulsar import probe as pulsar_probe
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hotstandby.adapters.kafka import probe as kafka_probe
+from hotstandby.adapters.pulsar import probe as pulsar_probe
 from hotstandby.probe import ProtocolError
 
 

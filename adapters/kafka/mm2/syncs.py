@@ -51,7 +51,7 @@ class OffsetSyncEmitter:
     def __init__(self, max_offset_lag: int = OFFSET_LAG_MAX_DEFAULT) -> None:
         self.max_offset_lag = max_offset_lag
         self._states: dict[TopicPartition, _PartitionState] = {}
-        self._pending: dict[TopicPartition, OffsetSync] = {}
+        self._due: list[OffsetSync] = []  # in the order they arose: MM2 sends each at once
         self._delayed: dict[TopicPartition, OffsetSync] = {}
 
     def record_written(self, topic: str, partition: int, upstream: int, downstream: int) -> None:
@@ -60,24 +60,23 @@ class OffsetSyncEmitter:
         sync = OffsetSync(topic, partition, upstream, downstream)
         if self._states.setdefault(tp, _PartitionState()).sync_now(upstream, downstream, self.max_offset_lag):
             self._delayed.pop(tp, None)
-            self._pending[tp] = sync
+            self._due.append(sync)
         else:
             self._delayed[tp] = sync
 
     def promote_delayed(self) -> None:
         """The periodic commit: held-back positions become due, so idle topics do not lag."""
-        self._pending.update(self._delayed)
+        self._due.extend(self._delayed.values())
         self._delayed.clear()
 
     def take_pending(self) -> list[OffsetSync]:
-        """Syncs due to be written now (each partition's newest), removed from the queue."""
-        due, self._pending = list(self._pending.values()), {}
+        """Syncs due to be written now, oldest first, removed from the queue."""
+        due, self._due = self._due, []
         return due
 
     def requeue(self, syncs: list[OffsetSync]) -> None:
-        """Put back syncs whose write failed, unless a newer one is already due."""
-        for sync in syncs:
-            self._pending.setdefault((sync.topic, sync.partition), sync)
+        """Put back syncs whose write failed, ahead of newer ones (the store expects order)."""
+        self._due = list(syncs) + self._due
 
 
 def _wrap64(value: int) -> int:

@@ -1,0 +1,323 @@
+"""One replication flow: copy records source -> target as MM2's MirrorSourceTask does.
+
+Each round reads a batch from the source, writes it to the remote topics (same partition,
+key, value, headers, timestamp; idempotent producer, so order holds), waits until the target
+acknowledged all of it, then records the progress and queues offset syncs. Any failure
+rewinds the consumer to the last recorded progress and retries after a backoff: records may
+be written twice (at-least-once, as MM2), never skipped.
+
+With the ``identity`` policy a copy keeps its topic name, so every copy carries the header
+``hs-replicated-from: <source alias>`` and a flow never copies a record that has it; that
+stops A -> B -> A loops between two clusters.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncEmitter
+from hotstandby.adapters.kafka.replicator.config import FlowConfig
+from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, coordinates, ensure_topics, read_to_end
+from hotstandby.adapters.kafka.replicator.mm2_tasks import CheckpointTask, HeartbeatTask
+from hotstandby.adapters.kafka.replicator.progress import decode_progress, encode_progress
+from hotstandby.logs import get_logger
+from hotstandby.refcluster.flow_status import FlowStatus
+
+__all__ = ["MARKER_HEADER", "KafkaFlow"]
+
+log = get_logger("hotstandby.replicator")
+
+MARKER_HEADER = "hs-replicated-from"
+_BATCH = 500
+_TIMEOUT = 10.0
+_FLUSH_TIMEOUT = 30.0
+_STATUS_EVERY = 1.0
+_MAX_BACKOFF = 5.0
+
+TP = tuple[str, int]
+
+
+class _Every:
+    """Is a periodic task due?"""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._last = 0.0
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if now - self._last >= self.seconds:
+            self._last = now
+            return True
+        return False
+
+
+class KafkaFlow:
+    def __init__(self, config: FlowConfig) -> None:
+        self.config = config
+        self.policy = config.replication_policy
+        src, dst = config.source, config.target
+        self.status = FlowStatus(flow=config.name, system="kafka", policy=config.policy)
+        self.status.intervals_overridden = config.overridden_intervals()
+        self._source_admin = AdminClient({"bootstrap.servers": src.bootstrap})
+        self._target_admin = AdminClient({"bootstrap.servers": dst.bootstrap})
+        producer_base = {"enable.idempotence": True, "acks": "all", "linger.ms": 5}
+        self._target = Producer({**producer_base, **dst.producer, "bootstrap.servers": dst.bootstrap})
+        self._syncs_producer = (
+            Producer({**producer_base, **src.producer, "bootstrap.servers": src.bootstrap})
+            if config.offset_syncs_location == "source"
+            else self._target
+        )
+        self._consumer_config: dict[str, Any] = {
+            **src.consumer,
+            "bootstrap.servers": src.bootstrap,
+            "group.id": f"__hs-replicator-{config.name}",  # never committed; '__' keeps it out of checkpoints
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+        self._consumer = Consumer(self._consumer_config)
+        self.emitter = OffsetSyncEmitter(config.offset_lag_max)
+        self.checkpoints = CheckpointTask(config, self._source_admin, self._target, self.status)
+        self.heartbeats = HeartbeatTask(config, self._target, self.status)
+        self.progress: dict[TP, int] = {}  # last upstream offset handled and acknowledged
+        self.partitions: dict[str, int] = {}  # replicated source topic -> partition count
+        self._caught_up_at = time.time()
+        self._backoff = 0.0
+
+    # -- start ----------------------------------------------------------------------------
+
+    def _internal_topics(self) -> None:
+        target_topics = {self.config.progress_topic: 1, self.checkpoints.checkpoints_topic: 1, self.heartbeats.topic: 1}
+        if self.config.offset_syncs_location == "target":
+            target_topics[self.checkpoints.syncs_topic] = 1
+        else:
+            ensure_topics(
+                self._source_admin, {self.checkpoints.syncs_topic: 1}, compacted=[self.checkpoints.syncs_topic]
+            )
+        ensure_topics(
+            self._target_admin, target_topics, compacted=[t for t in target_topics if t != self.heartbeats.topic]
+        )
+
+    def _load_progress(self) -> None:
+        target = {
+            **self.config.target.consumer,
+            "bootstrap.servers": self.config.target.bootstrap,
+            "group.id": "__hs-read",
+        }
+        for msg in read_to_end(target, self.config.progress_topic):
+            decoded = decode_progress(msg.key() or b"", msg.value(), self.config.source.alias)
+            if decoded is None:
+                continue
+            tp, offset = decoded
+            if offset is None:
+                self.progress.pop(tp, None)
+            else:
+                self.progress[tp] = offset
+
+    def start(self) -> None:
+        self._internal_topics()
+        self._load_progress()
+        self.checkpoints.start()
+        self._refresh_topics()
+        self.status.state = "running"
+        log.info("replicator.started", flow=self.config.name, resumed_partitions=len(self.progress))
+
+    # -- copying --------------------------------------------------------------------------
+
+    def _position(self, tp: TP) -> TopicPartition:
+        done = self.progress.get(tp)
+        return TopicPartition(tp[0], tp[1], OFFSET_BEGINNING if done is None else done + 1)
+
+    def _refresh_topics(self) -> None:
+        metadata = self._source_admin.list_topics(timeout=_TIMEOUT)
+        wanted = {
+            name: len(md.partitions)
+            for name, md in metadata.topics.items()
+            if md.error is None
+            and self.policy.should_replicate(name, self.config.target.alias, self.config.topic_filter)
+        }
+        remote = {self.policy.format_remote_topic(self.config.source.alias, t): n for t, n in wanted.items()}
+        ensure_topics(self._target_admin, remote)
+        new = [self._position((t, p)) for t, n in wanted.items() for p in range(n) if p >= self.partitions.get(t, 0)]
+        self.partitions.update(wanted)
+        self.status.topics_refreshed_at = time.time()
+        if new:
+            self._consumer.incremental_assign(new)
+            log.info("replicator.assigned", flow=self.config.name, partitions=[(tp.topic, tp.partition) for tp in new])
+
+    def _rewind(self) -> None:
+        """Back to the last acknowledged progress of every partition (after a failure)."""
+        self._target.purge()
+        self._target.flush(0)
+        self._consumer.assign([self._position((t, p)) for t, n in self.partitions.items() for p in range(n)])
+
+    def _copy(self, batch: list[Message]) -> None:
+        delivered: list[tuple[TP, int, int]] = []
+        failures: list[str] = []
+        handled: dict[TP, int] = {}
+        identity = self.config.policy == "identity"
+
+        def on_delivery(tp: TP, upstream: int) -> Callable[[Any, Message], None]:
+            def callback(err: Any, msg: Message) -> None:
+                downstream = msg.offset()
+                if err is not None or downstream is None:
+                    failures.append(f"{tp[0]}[{tp[1]}]@{upstream}: {err}")
+                else:
+                    delivered.append((tp, upstream, downstream))
+
+            return callback
+
+        skipped = 0
+        for msg in batch:
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise ReplicationError(f"consume: {err}")
+            topic, partition, upstream = coordinates(msg)
+            tp = (topic, partition)
+            headers = list(msg.headers() or [])
+            handled[tp] = upstream
+            if identity and any(k == MARKER_HEADER for k, _ in headers):
+                skipped += 1  # a copy from elsewhere: never sent back
+                continue
+            if identity:
+                headers.append((MARKER_HEADER, self.config.source.alias.encode()))
+            ts_type, ts = msg.timestamp()
+            self._produce(
+                self.policy.format_remote_topic(self.config.source.alias, tp[0]),
+                key=msg.key(), value=msg.value(), headers=headers, partition=tp[1],
+                timestamp=ts if ts_type != 0 else 0, on_delivery=on_delivery(tp, upstream),
+            )  # fmt: skip
+        if self._target.flush(_FLUSH_TIMEOUT) > 0 or failures:
+            raise ReplicationError(f"target did not acknowledge the batch: {failures[:3] or 'flush timed out'}")
+        for tp, upstream, downstream in sorted(delivered, key=lambda d: (d[0], d[1])):
+            self.emitter.record_written(tp[0], tp[1], upstream, downstream)
+        self._commit_progress(handled)
+        self.status.records_copied += len(delivered)
+        self.status.records_skipped += skipped
+        for (topic, _), _, _ in delivered:
+            entry = self.status.topics.setdefault(topic, {"copied": 0})
+            entry["copied"] += 1
+
+    def _produce(self, topic: str, **kwargs: Any) -> None:
+        deadline = time.monotonic() + _FLUSH_TIMEOUT
+        while True:
+            try:
+                self._target.produce(topic, **kwargs)
+                return
+            except BufferError:
+                if time.monotonic() > deadline:
+                    raise ReplicationError("target producer queue stayed full") from None
+                self._target.poll(0.05)
+
+    def _commit_progress(self, handled: dict[TP, int]) -> None:
+        for (topic, partition), offset in handled.items():
+            key, value = encode_progress(self.config.source.alias, topic, partition, offset)
+            self._target.produce(self.config.progress_topic, key=key, value=value, partition=0)
+        if handled and self._target.flush(_FLUSH_TIMEOUT) > 0:
+            raise ReplicationError("progress not acknowledged")
+        self.progress.update(handled)
+
+    def _send_offset_syncs(self) -> None:
+        due = self.emitter.take_pending()
+        if not due:
+            return
+        for sync in due:
+            self._syncs_producer.produce(self.checkpoints.syncs_topic, key=sync.key(), value=sync.value(), partition=0)
+        if self._syncs_producer.flush(_TIMEOUT) > 0:
+            self.emitter.requeue(due)
+            raise ReplicationError("offset syncs not acknowledged")
+        last = due[-1]
+        self.status.offset_syncs_emitted += len(due)
+        self.status.last_offset_sync = {
+            "topic": last.topic, "partition": last.partition, "upstream_offset": last.upstream_offset,
+            "downstream_offset": last.downstream_offset, "at": time.time(),
+        }  # fmt: skip
+
+    # -- status ---------------------------------------------------------------------------
+
+    def _update_status(self) -> None:
+        lag = 0
+        for topic, n in self.partitions.items():
+            topic_lag = 0
+            for p in range(n):
+                # Cached from fetch responses: asking the broker would wait behind the long-poll fetch.
+                _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True) or (0, 0)
+                if high >= 0:
+                    topic_lag += max(high - (self.progress.get((topic, p), -1) + 1), 0)
+            entry = self.status.topics.setdefault(topic, {"copied": 0})
+            entry.update(
+                remote=self.policy.format_remote_topic(self.config.source.alias, topic), partitions=n, lag=topic_lag
+            )
+            lag += topic_lag
+        now = time.time()
+        if lag == 0:
+            self._caught_up_at = now
+        self.status.lag_records = lag
+        self.status.lag_seconds = round(now - self._caught_up_at, 3)
+        self.status.write(self.config.status_path)
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def run(self, stop: threading.Event) -> None:
+        """Replicate until ``stop`` is set; every failure is logged, reported and retried."""
+        intervals = self.config.intervals
+        refresh, flush = _Every(intervals.refresh_topics), _Every(intervals.offset_flush)
+        heartbeat, checkpoint = _Every(intervals.emit_heartbeats), _Every(intervals.emit_checkpoints)
+        report = _Every(_STATUS_EVERY)
+        started = False
+        while not stop.is_set():
+            try:
+                if not started:
+                    self.start()
+                    started = True
+                    refresh.due()
+                if refresh.due():
+                    self._refresh_topics()
+                batch = self._consumer.consume(num_messages=_BATCH, timeout=0.1)
+                if batch:
+                    self._copy(batch)
+                if flush.due():
+                    self.emitter.promote_delayed()
+                self._send_offset_syncs()
+                if heartbeat.due():
+                    self.heartbeats.emit()
+                if checkpoint.due():
+                    self.checkpoints.emit()
+                if report.due():
+                    self._update_status()
+                self._backoff = 0.0
+            except (ReplicationError, KafkaException) as exc:
+                self._failed(exc, started, stop)
+        self.close()
+
+    def _failed(self, exc: Exception, started: bool, stop: threading.Event) -> None:
+        self._backoff = min(max(self._backoff * 2, 0.2), _MAX_BACKOFF)
+        log.warning("replicator.failed", flow=self.config.name, error=str(exc), retry_in_s=self._backoff)
+        self.status.error(str(exc))
+        self.status.state = "retrying" if started else "starting"
+        self.status.write(self.config.status_path)
+        if started:
+            try:
+                self._rewind()
+            except KafkaException as again:
+                log.warning("replicator.rewind_failed", flow=self.config.name, error=str(again))
+        stop.wait(self._backoff)
+        if started:
+            self.status.state = "running"
+
+    def close(self) -> None:
+        self.status.state = "stopped"
+        self.status.write(self.config.status_path)
+        self.checkpoints.close()
+        self._consumer.close()
+        self._target.flush(5)
+        if self._syncs_producer is not self._target:
+            self._syncs_producer.flush(5)

@@ -1,0 +1,82 @@
+"""Small confluent-kafka helpers the replicator needs: topic creation, reading a partition
+to its end, and turning delivery failures into exceptions."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
+
+__all__ = ["ReplicationError", "coordinates", "ensure_topics", "read_to_end"]
+
+
+class ReplicationError(RuntimeError):
+    """A step of the flow failed; the flow retries it from its last committed progress."""
+
+
+def coordinates(msg: Message) -> tuple[str, int, int]:
+    """Topic, partition and offset of a consumed record (always set for one without error)."""
+    topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+    if topic is None or partition is None or offset is None:
+        raise ReplicationError(f"record without topic/partition/offset: {topic}, {partition}, {offset}")
+    return topic, partition, offset
+
+
+def _result(futures: dict[str, Any], timeout: float, ignore: tuple[int, ...]) -> None:
+    for name, fut in futures.items():
+        try:
+            fut.result(timeout)
+        except KafkaException as exc:
+            if exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() in ignore:
+                continue
+            raise ReplicationError(f"{name}: {exc}") from exc
+
+
+def ensure_topics(
+    admin: AdminClient, wanted: dict[str, int], *, compacted: Iterable[str] = (), timeout: float = 10.0
+) -> None:
+    """Create missing topics with the given partition counts; add partitions where there are fewer."""
+    existing = {t: len(md.partitions) for t, md in admin.list_topics(timeout=timeout).topics.items()}
+    compact = set(compacted)
+    new = [
+        NewTopic(
+            t, num_partitions=n, replication_factor=1, config={"cleanup.policy": "compact"} if t in compact else {}
+        )
+        for t, n in wanted.items()
+        if t not in existing
+    ]
+    if new:
+        _result(admin.create_topics(new, operation_timeout=timeout), timeout, (KafkaError.TOPIC_ALREADY_EXISTS,))
+    grow = [NewPartitions(t, n) for t, n in wanted.items() if t in existing and existing[t] < n]
+    if grow:
+        _result(admin.create_partitions(grow), timeout, (KafkaError.INVALID_PARTITIONS,))
+
+
+def read_to_end(config: dict[str, Any], topic: str, partition: int = 0, *, timeout: float = 30.0) -> list[Message]:
+    """Every record of one partition, from the beginning to the high watermark seen at the start."""
+    consumer = Consumer({**config, "enable.auto.commit": False, "enable.partition.eof": True})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+        if high <= low:
+            return []
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        out: list[Message] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise ReplicationError(f"reading {topic}[{partition}]: {err}")
+            out.append(msg)
+            if coordinates(msg)[2] >= high - 1:
+                return out
+        raise ReplicationError(f"reading {topic}[{partition}] to offset {high} took more than {timeout} s")
+    finally:
+        consumer.close()

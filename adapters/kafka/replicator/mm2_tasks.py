@@ -1,0 +1,168 @@
+"""MM2's checkpoint and heartbeat tasks for one flow.
+
+Checkpoints are computed as MirrorCheckpointTask does: the offset syncs are read back from
+their topic into an :class:`OffsetSyncStore` (nothing is translated before that topic was read
+to its end once), consumer groups and their committed offsets are listed on the source, and
+:class:`CheckpointTracker` decides what to write to ``<source>.checkpoints.internal`` on the
+target. Checkpoints already in that topic are read at start so they stay monotonic across
+restarts.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient
+
+from hotstandby.adapters.kafka.mm2.checkpoints import CheckpointTracker
+from hotstandby.adapters.kafka.mm2.codec import Checkpoint, Heartbeat, OffsetSync
+from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncStore
+from hotstandby.adapters.kafka.replicator.config import FlowConfig
+from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, coordinates, read_to_end
+from hotstandby.errors import FormatError
+from hotstandby.logs import get_logger
+from hotstandby.refcluster.flow_status import FlowStatus
+
+__all__ = ["CheckpointTask", "HeartbeatTask"]
+
+log = get_logger("hotstandby.replicator")
+_TIMEOUT = 10.0
+
+
+class CheckpointTask:
+    def __init__(
+        self, config: FlowConfig, source_admin: AdminClient, target_producer: Producer, status: FlowStatus
+    ) -> None:
+        self.config = config
+        self.policy = config.replication_policy
+        self.syncs_topic = self.policy.offset_syncs_topic(
+            config.target.alias if config.offset_syncs_location == "source" else config.source.alias
+        )
+        self.checkpoints_topic = self.policy.checkpoints_topic(config.source.alias)
+        self.store = OffsetSyncStore()
+        self.tracker = CheckpointTracker(self.policy, config.source.alias, config.target.alias, config.topic_filter)
+        self._admin = source_admin
+        self._producer = target_producer
+        self._status = status
+        syncs_side = config.source if config.offset_syncs_location == "source" else config.target
+        self._syncs_consumer_config: dict[str, Any] = {
+            **syncs_side.consumer,
+            "bootstrap.servers": syncs_side.bootstrap,
+            "group.id": f"__hs-replicator-syncs-{config.name}",
+            "enable.auto.commit": False,
+        }
+        self._syncs_consumer: Consumer | None = None
+        self._groups: list[str] = []
+        self._groups_listed_at = 0.0
+
+    def start(self) -> None:
+        """Read back earlier checkpoints and every offset sync, then start tailing the syncs."""
+        self.close()  # a retried start must not leak the previous consumer
+        self.store = OffsetSyncStore()
+        target = {
+            **self.config.target.consumer,
+            "bootstrap.servers": self.config.target.bootstrap,
+            "group.id": "__hs-read",
+        }
+        for msg in read_to_end(target, self.checkpoints_topic):
+            try:
+                self.tracker.remember([Checkpoint.decode(msg.key() or b"", msg.value() or b"")])
+            except FormatError as exc:
+                log.warning(
+                    "replicator.bad_checkpoint", topic=self.checkpoints_topic, offset=msg.offset(), error=str(exc)
+                )
+        syncs = read_to_end(self._syncs_consumer_config, self.syncs_topic)
+        for msg in syncs:
+            self._add_sync(msg)
+        self.store.mark_read_to_end()
+        self._syncs_consumer = Consumer(self._syncs_consumer_config)
+        next_offset = coordinates(syncs[-1])[2] + 1 if syncs else OFFSET_BEGINNING
+        self._syncs_consumer.assign([TopicPartition(self.syncs_topic, 0, next_offset)])
+
+    def _add_sync(self, msg: Message) -> None:
+        try:
+            self.store.add(OffsetSync.decode(msg.key() or b"", msg.value() or b""))
+        except FormatError as exc:
+            log.warning("replicator.bad_offset_sync", topic=self.syncs_topic, offset=msg.offset(), error=str(exc))
+
+    def _tail_syncs(self) -> None:
+        assert self._syncs_consumer is not None
+        while True:
+            batch = self._syncs_consumer.consume(num_messages=1000, timeout=0.05)
+            if not batch:
+                return
+            for msg in batch:
+                if msg.error() is None:
+                    self._add_sync(msg)
+
+    def _list_groups(self) -> list[str]:
+        if (
+            time.monotonic() - self._groups_listed_at >= self.config.intervals.refresh_groups
+            or not self._groups_listed_at
+        ):
+            listed = self._admin.list_consumer_groups(request_timeout=_TIMEOUT).result(_TIMEOUT)
+            self._groups = sorted(g.group_id for g in listed.valid if self.config.group_filter.matches(g.group_id))
+            self._groups_listed_at = time.monotonic()
+        return self._groups
+
+    def emit(self) -> int:
+        """One round of checkpoints; returns how many were written."""
+        self._tail_syncs()
+        written: list[Checkpoint] = []
+        for group in self._list_groups():
+            request = [ConsumerGroupTopicPartitions(group)]
+            try:
+                result = self._admin.list_consumer_group_offsets(request, request_timeout=_TIMEOUT)[group].result(
+                    _TIMEOUT
+                )
+            except KafkaException as exc:
+                log.warning("replicator.group_offsets_failed", group=group, error=str(exc))
+                continue
+            offsets = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in result.topic_partitions}
+            for cp in self.tracker.checkpoints_for_group(group, offsets, self.store):
+                self._producer.produce(self.checkpoints_topic, key=cp.key(), value=cp.value(), partition=0)
+                written.append(cp)
+        if written:
+            if self._producer.flush(_TIMEOUT) > 0:
+                raise ReplicationError(f"checkpoints to {self.checkpoints_topic} not acknowledged")
+            self.tracker.remember(written)
+            last = written[-1]
+            self._status.checkpoints_emitted += len(written)
+            self._status.last_checkpoint = {
+                "group": last.group, "topic": last.topic, "partition": last.partition,
+                "upstream_offset": last.upstream_offset, "downstream_offset": last.downstream_offset, "at": time.time(),
+            }  # fmt: skip
+            log.info("replicator.checkpoints", flow=self.config.name, count=len(written))
+        return len(written)
+
+    def close(self) -> None:
+        if self._syncs_consumer is not None:
+            self._syncs_consumer.close()
+            self._syncs_consumer = None
+
+
+class HeartbeatTask:
+    """MirrorHeartbeatTask: ``Heartbeat(source, target, now)`` to ``heartbeats`` on the target."""
+
+    def __init__(self, config: FlowConfig, target_producer: Producer, status: FlowStatus) -> None:
+        self._config = config
+        self._producer = target_producer
+        self._status = status
+        self.topic = config.replication_policy.heartbeats_topic
+
+    def emit(self) -> None:
+        hb = Heartbeat(self._config.source.alias, self._config.target.alias, int(time.time() * 1000))
+        self._producer.produce(self.topic, key=hb.key(), value=hb.value(), partition=0)
+        if self._producer.flush(_TIMEOUT) > 0:
+            raise ReplicationError("heartbeat not acknowledged")
+        self._status.heartbeats_emitted += 1

@@ -1,0 +1,77 @@
+"""Reading and writing the reference Kafka brokers in integration tests."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from hotstandby.documents import ClusterSpec
+
+
+def create_topic(spec: ClusterSpec, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": spec.url})
+    admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(10)
+
+
+def producer(spec: ClusterSpec, **extra: Any) -> Producer:
+    return Producer({"bootstrap.servers": spec.url, **spec.client_config("producer"), **extra})
+
+
+def produce_all(p: Producer, records: list[dict[str, Any]]) -> None:
+    for r in records:
+        while True:
+            try:
+                p.produce(**r)
+                break
+            except BufferError:
+                p.poll(0.05)
+    assert p.flush(60) == 0
+
+
+def read_partition(
+    spec: ClusterSpec, topic: str, partition: int, *, until: int, timeout: float = 60.0
+) -> list[Message]:
+    """Records of one partition from the beginning until ``until`` records were read (or fail)."""
+    consumer = Consumer({"bootstrap.servers": spec.url, "group.id": "__hs-test-reader", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        out: list[Message] = []
+        deadline = time.monotonic() + timeout
+        while len(out) < until and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None and err.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                raise AssertionError(f"reading {topic}[{partition}]: {err}")
+            if err is None:
+                out.append(msg)
+        assert len(out) >= until, f"{topic}[{partition}]: {len(out)} of {until} records within {timeout} s"
+        return out
+    finally:
+        consumer.close()
+
+
+def topics(spec: ClusterSpec) -> set[str]:
+    return set(AdminClient({"bootstrap.servers": spec.url}).list_topics(timeout=10).topics)
+
+
+def read_all(spec: ClusterSpec, topic: str, partition: int, *, timeout: float = 30.0) -> list[Message]:
+    """Every record of one partition up to the high watermark at the time of the call."""
+    consumer = Consumer({"bootstrap.servers": spec.url, "group.id": "__hs-test-reader", "enable.auto.commit": False})
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        out: list[Message] = []
+        deadline = time.monotonic() + timeout
+        while len(out) < high:
+            assert time.monotonic() < deadline, f"{topic}[{partition}]: {len(out)} of {high} within {timeout} s"
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                out.append(msg)
+        return out
+    finally:
+        consumer.close()
