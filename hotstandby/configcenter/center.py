@@ -223,6 +223,15 @@ class ConfigCenter:
         log.info("route.switched", route=name, previous=current.active, active=to, epoch=new.epoch, reason=reason)
         return new
 
+    def register_topic(self, cluster: str, topic: str) -> None:
+        """Note that ``topic`` exists on ``cluster``, for replicators that cannot list topics."""
+        self.cluster(cluster)  # refuse unknown clusters
+        self.store.put(self.keys.topic(cluster, topic), b"{}")
+
+    def registered_topics(self, cluster: str) -> list[str]:
+        kvs, _ = self.store.get_prefix(self.keys.topics(cluster))
+        return [Keys.tail(kv.key, self.keys.topics(cluster))[0] for kv in kvs]
+
     # -- watching ------------------------------------------------------------------------
 
     def watch_routes(

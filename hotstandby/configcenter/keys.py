@@ -7,6 +7,9 @@
     <ns>/links/<source>/<target>               Link JSON
     <ns>/ledgers/<group>/<topic>/<partition>   ack-ledger snapshot
     <ns>/clients/<route>/<client-id>           client presence (under a lease)
+    <ns>/replication/<flow>/<topic>            a Pulsar replicator's progress (last copied message id)
+    <ns>/topics/<cluster>/<topic>              topics known to exist on a cluster (for
+                                               replicators of brokers that cannot list them)
 
 Segments that may contain ``/`` (Pulsar topics are URLs) are percent-encoded.
 """
@@ -48,6 +51,12 @@ class Keys:
     @property
     def clients(self) -> str:
         return f"{self.namespace}/clients/"
+
+    def topics(self, cluster: str) -> str:
+        return f"{self.namespace}/topics/{_seg(cluster)}/"
+
+    def topic(self, cluster: str, topic: str) -> str:
+        return self.topics(cluster) + _seg(topic)
 
     def cluster(self, name: str) -> str:
         return self.clusters + _seg(name)

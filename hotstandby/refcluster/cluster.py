@@ -33,10 +33,11 @@ from hotstandby.refcluster.binaries import find_binaries
 from hotstandby.refcluster.flow_status import read_status
 from hotstandby.refcluster.processes import is_running, spawn, stop_pid, wait_ready
 from hotstandby.refcluster.replicators import (
-    KAFKA_FLOWS,
+    FLOWS,
     NotReady,
     check_ready,
     kafka_flow_config,
+    pulsar_flow_config,
     replicator_name,
     status_path,
 )
@@ -48,7 +49,7 @@ log = get_logger("hotstandby.refcluster")
 
 HOST = "127.0.0.1"
 BROKERS = ("etcd", "kafka-a", "kafka-b", "pulsar-a", "pulsar-b")
-REPLICATORS = tuple(replicator_name(s, t) for s, t in KAFKA_FLOWS)
+REPLICATORS = tuple(replicator_name(s, t) for s, t in FLOWS)
 COMPONENTS = BROKERS + REPLICATORS
 ROUTES = {"orders": ("kafka-a", "kafka-b"), "payments": ("pulsar-a", "pulsar-b")}
 
@@ -194,11 +195,13 @@ class RefCluster:
 
     def _argv(self, component: str, ports: Ports) -> list[str]:
         if component in REPLICATORS:
-            source, target = next((s, t) for s, t in KAFKA_FLOWS if replicator_name(s, t) == component)
-            _, argv = kafka_flow_config(
-                self.cluster_spec(source, ports), self.cluster_spec(target, ports), self.link(source, target),
-                self.dir / "replicators",
-            )  # fmt: skip
+            source, target = next((s, t) for s, t in FLOWS if replicator_name(s, t) == component)
+            specs = self.cluster_spec(source, ports), self.cluster_spec(target, ports)
+            if source.startswith("kafka"):
+                _, argv = kafka_flow_config(*specs, self.link(source, target), self.dir / "replicators")
+            else:
+                etcd = f"{HOST}:{ports.etcd}"
+                _, argv = pulsar_flow_config(*specs, etcd, self.namespace, self.dir / "replicators")
             return argv
         bins = find_binaries()
         if component == "etcd":

@@ -15,9 +15,21 @@ from typing import Any
 from hotstandby.documents import ClusterSpec, Link
 from hotstandby.refcluster.flow_status import read_status
 
-__all__ = ["KAFKA_FLOWS", "REFCLUSTER_INTERVALS", "NotReady", "check_ready", "kafka_flow_config", "replicator_name"]
+__all__ = [
+    "FLOWS",
+    "KAFKA_FLOWS",
+    "PULSAR_FLOWS",
+    "REFCLUSTER_INTERVALS",
+    "NotReady",
+    "check_ready",
+    "kafka_flow_config",
+    "pulsar_flow_config",
+    "replicator_name",
+]
 
 KAFKA_FLOWS = (("kafka-a", "kafka-b"), ("kafka-b", "kafka-a"))
+PULSAR_FLOWS = (("pulsar-a", "pulsar-b"), ("pulsar-b", "pulsar-a"))
+FLOWS = KAFKA_FLOWS + PULSAR_FLOWS
 
 # Seconds. MM2's defaults: checkpoints 60, heartbeats 1, offset flush 60, topic and group refresh 600.
 REFCLUSTER_INTERVALS: dict[str, float] = {
@@ -64,6 +76,29 @@ def kafka_flow_config(source: ClusterSpec, target: ClusterSpec, link: Link, dire
     path = directory / f"{name}.json"
     path.write_text(config.to_json())
     return path, [sys.executable, "-m", "hotstandby.adapters.kafka.replicator", "--config", str(path)]
+
+
+def pulsar_flow_config(
+    source: ClusterSpec, target: ClusterSpec, etcd: str, namespace: str, directory: Path
+) -> tuple[Path, list[str]]:
+    """Write a Pulsar flow's config file; topics come from the config center's registry."""
+    from hotstandby.adapters.pulsar.replicator.config import PulsarFlowConfig
+
+    name = replicator_name(source.name, target.name)
+    directory.mkdir(parents=True, exist_ok=True)
+    config = PulsarFlowConfig(
+        source_alias=source.name,
+        source_url=source.url,
+        target_alias=target.name,
+        target_url=target.url,
+        etcd=etcd,
+        config_namespace=namespace,
+        refresh_topics=REFCLUSTER_INTERVALS["refresh_topics"],
+        status_path=str(directory / f"{name}.status.json"),
+    )
+    path = directory / f"{name}.json"
+    path.write_text(config.to_json())
+    return path, [sys.executable, "-m", "hotstandby.adapters.pulsar.replicator", "--config", str(path)]
 
 
 def status_path(config_path: str | Path) -> Path:

@@ -133,6 +133,18 @@ class ConfigCenterContract:
         with pytest.raises(ValidationError, match="same kind"):
             center.put_link(Link(source="kafka-a", target="pulsar-a"))
 
+    def test_topic_registry(self, center: ConfigCenter) -> None:
+        center.register_topic("pulsar-a", "persistent://public/default/payments")
+        center.register_topic("pulsar-a", "persistent://public/default/payments")
+        center.register_topic("pulsar-a", "persistent://tenant/ns/other")
+        assert center.registered_topics("pulsar-a") == [
+            "persistent://public/default/payments",
+            "persistent://tenant/ns/other",
+        ]
+        assert center.registered_topics("kafka-a") == []
+        with pytest.raises(UnknownClusterError):
+            center.register_topic("ghost", "t")
+
     def test_switch_moves_epoch_forward_with_audit_fields(self, center: ConfigCenter) -> None:
         route = center.switch("orders", "kafka-b", reason="planned", by="sre@test")
         assert (route.active, route.epoch, route.reason, route.by) == ("kafka-b", 2, "planned", "sre@test")

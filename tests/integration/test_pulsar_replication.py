@@ -1,0 +1,156 @@
+"""The reference Pulsar replicator against the real brokers: what geo-replication leaves behind."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pulsar
+import pytest
+
+from hotstandby.adapters.pulsar.replicator.flow import BATCH_INDEX, MARKER, REPL_SOURCE_POSITION
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.refcluster import RefCluster
+from tests.support import wait_for
+
+A_TO_B, B_TO_A = "mirror-pulsar-a-to-pulsar-b", "mirror-pulsar-b-to-pulsar-a"
+
+
+@pytest.fixture
+def clients(refcluster: RefCluster) -> Iterator[dict[str, pulsar.Client]]:
+    quiet = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+    made = {
+        n: pulsar.Client(refcluster.cluster_spec(n).url, operation_timeout_seconds=10, logger=quiet)
+        for n in ("pulsar-a", "pulsar-b")
+    }
+    yield made
+    for c in made.values():
+        c.close()
+
+
+def register(rc: RefCluster, topic: str, *clusters: str) -> None:
+    with ConfigCenter.open(replace(rc.settings())) as center:
+        for cluster in clusters:
+            center.register_topic(cluster, topic)
+
+
+def drain(
+    client: pulsar.Client, topic: str, count: int, timeout_s: float = 60, *, distinct: bool = False
+) -> list[pulsar.Message]:
+    """Read from the beginning until ``count`` messages (or distinct payloads) were seen."""
+    consumer = client.subscribe(
+        topic,
+        f"check-{uuid.uuid4().hex[:6]}",
+        initial_position=pulsar.InitialPosition.Earliest,
+        batch_receive_policy=pulsar.ConsumerBatchReceivePolicy(1000, -1, 100),
+    )
+    got: list[pulsar.Message] = []
+    payloads: set[bytes] = set()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while (len(payloads) if distinct else len(got)) < count:
+            assert time.monotonic() < deadline, f"{len(got)} messages ({len(payloads)} distinct) of {count} on {topic}"
+            for msg in consumer.batch_receive():
+                got.append(msg)
+                payloads.add(msg.data())
+                consumer.acknowledge(msg)
+        return got
+    finally:
+        consumer.close()
+
+
+def flow(rc: RefCluster, name: str) -> dict:  # type: ignore[type-arg]
+    return rc.replication()[name] or {}
+
+
+def test_copies_keep_payload_key_properties_event_time_and_source_position(
+    refcluster: RefCluster, clients: dict[str, pulsar.Client]
+) -> None:
+    topic = f"persistent://public/default/rep-{uuid.uuid4().hex[:8]}"
+    register(refcluster, topic, "pulsar-a")
+    producer = clients["pulsar-a"].create_producer(
+        topic, batching_enabled=True, batching_max_publish_delay_ms=20, block_if_queue_full=True
+    )
+    results: list[pulsar.Result] = []
+    for i in range(300):
+        producer.send_async(
+            f"m{i}".encode(), lambda res, _mid: results.append(res), properties={"i": str(i)},
+            partition_key=f"k{i % 7}", event_timestamp=1_700_000_000_000 + i,
+        )  # fmt: skip
+    producer.flush()
+    assert results == [pulsar.Result.Ok] * 300
+    source = drain(clients["pulsar-a"], topic, 300)
+    copies = drain(clients["pulsar-b"], topic, 300)
+    assert [m.data() for m in copies] == [m.data() for m in source]
+    batched = 0
+    for src, copy in zip(source, copies, strict=True):
+        mid = src.message_id()
+        expected = {**src.properties(), REPL_SOURCE_POSITION: f"{mid.ledger_id()}:{mid.entry_id()}", MARKER: "pulsar-a"}
+        if mid.batch_index() >= 0:
+            expected[BATCH_INDEX] = str(mid.batch_index())
+            batched += 1
+        assert copy.properties() == expected
+        assert (copy.partition_key(), copy.event_timestamp()) == (src.partition_key(), src.event_timestamp())
+    assert batched > 0, "the test should cover batched source messages"
+
+
+def test_active_active_does_not_loop(refcluster: RefCluster, clients: dict[str, pulsar.Client]) -> None:
+    topic = f"persistent://public/default/loop-{uuid.uuid4().hex[:8]}"
+    before = {f: flow(refcluster, f).get("records_skipped", 0) for f in (A_TO_B, B_TO_A)}
+    register(refcluster, topic, "pulsar-a", "pulsar-b")
+    for name in ("pulsar-a", "pulsar-b"):
+        p = clients[name].create_producer(topic)
+        for i in range(10):
+            p.send(f"{name}-{i}".encode())
+        p.close()
+    # Each flow copies the 10 originals and skips the 10 copies the other flow wrote.
+    wait_for(
+        lambda: all(flow(refcluster, f).get("records_skipped", 0) - before[f] >= 10 for f in (A_TO_B, B_TO_A)),
+        60,
+        "both flows to see (and skip) the other's copies",
+    )
+    for name in ("pulsar-a", "pulsar-b"):
+        values = sorted(m.data().decode() for m in drain(clients[name], topic, 20))
+        assert values == sorted(f"{c}-{i}" for c in ("pulsar-a", "pulsar-b") for i in range(10)), name
+        extra = clients[name].subscribe(
+            topic, f"x-{uuid.uuid4().hex[:6]}", initial_position=pulsar.InitialPosition.Earliest
+        )
+        count = 0
+        while True:
+            try:
+                extra.receive(timeout_millis=500)
+                count += 1
+            except pulsar.Timeout:
+                break
+        extra.close()
+        assert count == 20, f"{name} holds {count} messages: a copy was copied again"
+
+
+def test_replicator_killed_mid_stream_loses_nothing(refcluster: RefCluster, clients: dict[str, pulsar.Client]) -> None:
+    topic = f"persistent://public/default/crash-{uuid.uuid4().hex[:8]}"
+    register(refcluster, topic, "pulsar-a")
+    total = 5000
+    producer = clients["pulsar-a"].create_producer(
+        topic, batching_enabled=True, batching_max_publish_delay_ms=5, block_if_queue_full=True
+    )
+    results: list[pulsar.Result] = []
+
+    def write() -> None:
+        for i in range(total):
+            producer.send_async(str(i).encode(), lambda res, _mid: results.append(res))
+        producer.flush()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    wait_for(lambda: flow(refcluster, A_TO_B)["topics"].get(topic, {}).get("copied", 0) > 500, 60, "copying to start")
+    refcluster.kill(A_TO_B)
+    writer.join(60)
+    assert results == [pulsar.Result.Ok] * total, "the source did not store every message"
+    refcluster.restart(A_TO_B)
+    copies = [m.data() for m in drain(clients["pulsar-b"], topic, total, timeout_s=120, distinct=True)]
+    sent = [str(i).encode() for i in range(total)]
+    assert set(copies) >= set(sent), "a message was lost"
+    assert list(dict.fromkeys(copies)) == sent, "order of first copies differs from the source"
