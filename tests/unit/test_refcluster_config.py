@@ -56,3 +56,4 @@ def test_kafka_clusters_carry_the_broker_overrides(tmp_path) -> None:  # type: i
     spec = RefCluster(tmp_path).cluster_spec("kafka-b")
     assert spec.client_config("producer")["batch.num.messages"] == 1
     assert spec.client_config("consumer")["session.timeout.ms"] == 6000
+    assert spec.client_config("consumer")["fetch.wait.max.ms"] == 50

@@ -23,7 +23,13 @@ from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncEmitter
 from hotstandby.adapters.kafka.replicator.config import FlowConfig
-from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, coordinates, ensure_topics, read_to_end
+from hotstandby.adapters.kafka.replicator.kafka_io import (
+    ReplicationError,
+    coordinates,
+    ensure_topics,
+    flush,
+    read_to_end,
+)
 from hotstandby.adapters.kafka.replicator.mm2_tasks import CheckpointTask, HeartbeatTask
 from hotstandby.adapters.kafka.replicator.progress import decode_progress, encode_progress
 from hotstandby.logs import get_logger
@@ -89,6 +95,7 @@ class KafkaFlow:
         self.partitions: dict[str, int] = {}  # replicated source topic -> partition count
         self._caught_up_at = time.time()
         self._backoff = 0.0
+        self._stop = threading.Event()
 
     # -- start ----------------------------------------------------------------------------
 
@@ -195,7 +202,7 @@ class KafkaFlow:
                 key=msg.key(), value=msg.value(), headers=headers, partition=tp[1],
                 timestamp=ts if ts_type != 0 else 0, on_delivery=on_delivery(tp, upstream),
             )  # fmt: skip
-        if self._target.flush(_FLUSH_TIMEOUT) > 0 or failures:
+        if flush(self._target, _FLUSH_TIMEOUT, self._stop) > 0 or failures:
             raise ReplicationError(f"target did not acknowledge the batch: {failures[:3] or 'flush timed out'}")
         for tp, upstream, downstream in sorted(delivered, key=lambda d: (d[0], d[1])):
             self.emitter.record_written(tp[0], tp[1], upstream, downstream)
@@ -221,7 +228,7 @@ class KafkaFlow:
         for (topic, partition), offset in handled.items():
             key, value = encode_progress(self.config.source.alias, topic, partition, offset)
             self._target.produce(self.config.progress_topic, key=key, value=value, partition=0)
-        if handled and self._target.flush(_FLUSH_TIMEOUT) > 0:
+        if handled and flush(self._target, _FLUSH_TIMEOUT, self._stop) > 0:
             raise ReplicationError("progress not acknowledged")
         self.progress.update(handled)
 
@@ -231,7 +238,7 @@ class KafkaFlow:
             return
         for sync in due:
             self._syncs_producer.produce(self.checkpoints.syncs_topic, key=sync.key(), value=sync.value(), partition=0)
-        if self._syncs_producer.flush(_TIMEOUT) > 0:
+        if flush(self._syncs_producer, _TIMEOUT, self._stop) > 0:
             self.emitter.requeue(due)
             raise ReplicationError("offset syncs not acknowledged")
         last = due[-1]
@@ -268,6 +275,8 @@ class KafkaFlow:
 
     def run(self, stop: threading.Event) -> None:
         """Replicate until ``stop`` is set; every failure is logged, reported and retried."""
+        self._stop = stop
+        self.checkpoints.stop = self.heartbeats.stop = stop
         intervals = self.config.intervals
         refresh, flush = _Every(intervals.refresh_topics), _Every(intervals.offset_flush)
         heartbeat, checkpoint = _Every(intervals.emit_heartbeats), _Every(intervals.emit_checkpoints)
@@ -281,7 +290,7 @@ class KafkaFlow:
                     refresh.due()
                 if refresh.due():
                     self._refresh_topics()
-                batch = self._consumer.consume(num_messages=_BATCH, timeout=0.1)
+                batch = self._consumer.consume(num_messages=_BATCH, timeout=0.02)
                 if batch:
                     self._copy(batch)
                 if flush.due():

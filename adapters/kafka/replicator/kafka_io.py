@@ -3,14 +3,15 @@ to its end, and turning delivery failures into exceptions."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 
-__all__ = ["ReplicationError", "coordinates", "ensure_topics", "read_to_end"]
+__all__ = ["ReplicationError", "coordinates", "ensure_topics", "flush", "read_to_end"]
 
 
 class ReplicationError(RuntimeError):
@@ -33,6 +34,16 @@ def _result(futures: dict[str, Any], timeout: float, ignore: tuple[int, ...]) ->
             if exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() in ignore:
                 continue
             raise ReplicationError(f"{name}: {exc}") from exc
+
+
+def flush(producer: Producer, timeout: float, stop: threading.Event) -> int:
+    """``producer.flush`` in short slices, so a stop request (SIGTERM) is not held up by a dead
+    broker; returns the number of messages still unacknowledged."""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = int(producer.flush(min(0.5, max(deadline - time.monotonic(), 0.0))))
+        if remaining == 0 or stop.is_set() or time.monotonic() >= deadline:
+            return remaining
 
 
 def ensure_topics(

@@ -10,6 +10,7 @@ restarts.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -28,7 +29,7 @@ from hotstandby.adapters.kafka.mm2.checkpoints import CheckpointTracker
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, Heartbeat, OffsetSync
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncStore
 from hotstandby.adapters.kafka.replicator.config import FlowConfig
-from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, coordinates, read_to_end
+from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, coordinates, flush, read_to_end
 from hotstandby.errors import FormatError
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.flow_status import FlowStatus
@@ -62,6 +63,7 @@ class CheckpointTask:
             "enable.auto.commit": False,
         }
         self._syncs_consumer: Consumer | None = None
+        self.stop = threading.Event()  # the flow's; set on shutdown
         self._groups: list[str] = []
         self._groups_listed_at = 0.0
 
@@ -133,7 +135,7 @@ class CheckpointTask:
                 self._producer.produce(self.checkpoints_topic, key=cp.key(), value=cp.value(), partition=0)
                 written.append(cp)
         if written:
-            if self._producer.flush(_TIMEOUT) > 0:
+            if flush(self._producer, _TIMEOUT, self.stop) > 0:
                 raise ReplicationError(f"checkpoints to {self.checkpoints_topic} not acknowledged")
             self.tracker.remember(written)
             last = written[-1]
@@ -159,10 +161,11 @@ class HeartbeatTask:
         self._producer = target_producer
         self._status = status
         self.topic = config.replication_policy.heartbeats_topic
+        self.stop = threading.Event()  # the flow's; set on shutdown
 
     def emit(self) -> None:
         hb = Heartbeat(self._config.source.alias, self._config.target.alias, int(time.time() * 1000))
         self._producer.produce(self.topic, key=hb.key(), value=hb.value(), partition=0)
-        if self._producer.flush(_TIMEOUT) > 0:
+        if flush(self._producer, _TIMEOUT, self.stop) > 0:
             raise ReplicationError("heartbeat not acknowledged")
         self._status.heartbeats_emitted += 1
