@@ -88,7 +88,12 @@ def bench_kafka(rc: RefCluster, records: int, latency_records: int, rate: float)
     # Baseline: the replicator's producer settings (idempotent), straight to the standby.
     def copies(name: str, count: int, label: str, since_ns: int = 0) -> tuple[list[float], float]:
         consumer = Consumer(
-            {"bootstrap.servers": b.url, **b.client_config("consumer"), "group.id": "__bench", "enable.auto.commit": False}
+            {
+                "bootstrap.servers": b.url,
+                **b.client_config("consumer"),
+                "group.id": "__bench",
+                "enable.auto.commit": False,
+            }
         )
         consumer.assign([TopicPartition(f"kafka-a.{name}", p, 0) for p in range(4)])
         latencies: list[float] = []
