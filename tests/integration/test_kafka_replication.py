@@ -150,3 +150,58 @@ def test_replicator_killed_mid_stream_loses_nothing(refcluster: RefCluster) -> N
         copied = [m.value() for m in read_all(b, target, p)]
         assert set(copied) == set(sent), "a record was lost"
         assert list(dict.fromkeys(copied)) == sent, "order of first copies differs from the source"
+
+
+def test_identity_policy_keeps_names_and_marks_copies_so_they_do_not_loop(refcluster: RefCluster) -> None:
+    """Two identity flows (run here, with separator '_' so their internal topics are their own)."""
+    from hotstandby.adapters.kafka.replicator.config import Endpoint, FlowConfig, Intervals
+    from hotstandby.adapters.kafka.replicator.flow import MARKER_HEADER, KafkaFlow
+
+    prefix = f"idt{uuid.uuid4().hex[:6]}"
+    topic = f"{prefix}-orders"
+    specs = {n: refcluster.cluster_spec(n) for n in ("kafka-a", "kafka-b")}
+
+    def endpoint(name: str) -> Endpoint:
+        s = specs[name]
+        return Endpoint(name, s.url, dict(s.client_config("producer")), dict(s.client_config("consumer")))
+
+    intervals = Intervals(emit_checkpoints=1, offset_flush=1, refresh_topics=0.5, refresh_groups=1)
+    flows = [
+        KafkaFlow(
+            FlowConfig(
+                source=endpoint(src),
+                target=endpoint(dst),
+                policy="identity",
+                separator="_",
+                topics_include=f"{prefix}-.*",
+                intervals=intervals,
+            )
+        )
+        for src, dst in (("kafka-a", "kafka-b"), ("kafka-b", "kafka-a"))
+    ]
+    stop = threading.Event()
+    threads = [threading.Thread(target=f.run, args=(stop,)) for f in flows]
+    for spec in specs.values():
+        create_topic(spec, topic, 1)
+        produce_all(
+            producer(spec), [{"topic": topic, "partition": 0, "value": f"{spec.name}-{i}".encode()} for i in range(5)]
+        )
+    for t in threads:
+        t.start()
+    try:
+        # Each flow copies the 5 originals and skips the 5 copies the other flow wrote.
+        wait_for(lambda: all(f.status.topics.get(topic, {}).get("copied", 0) >= 5 and f.status.records_skipped >= 5 for f in flows), 60,
+                 "both flows to copy the originals and skip the copies")  # fmt: skip
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    for name, spec in specs.items():
+        values = [m.value().decode() for m in read_all(spec, topic, 0)]
+        assert sorted(values) == sorted(f"{c}-{i}" for c in specs for i in range(5)), name
+        copies = [m for m in read_all(spec, topic, 0) if not m.value().decode().startswith(name)]
+        other = "kafka-b" if name == "kafka-a" else "kafka-a"
+        assert all(dict(m.headers() or [])[MARKER_HEADER] == other.encode() for m in copies)
+    # Heartbeats are replicated too (MM2 copies them whatever the topic filter), hence per topic.
+    assert [f.status.topics[topic]["copied"] for f in flows] == [5, 5]
+    assert [f.status.records_skipped for f in flows] == [5, 5]

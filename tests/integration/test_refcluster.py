@@ -107,6 +107,18 @@ def test_raw_pulsar_client_produce_and_consume(refcluster: RefCluster, cluster: 
         client.close()
 
 
+def test_status_json_reports_each_replication_flow(refcluster: RefCluster) -> None:
+    out = run_cli("refcluster", "status", "--dir", str(refcluster.dir), "--json")
+    assert out.returncode == 0, out.stderr
+    flows = {f["name"]: f for f in json.loads(out.stdout)["replication"]}
+    assert set(flows) == set(REPLICATORS)
+    for f in flows.values():
+        assert f["state"] == "running" and f["errors"] == []
+        assert isinstance(f["lag_records"], int) and isinstance(f["lag_seconds"], float)
+    kafka = flows["mirror-kafka-a-to-kafka-b"]
+    assert kafka["intervals_overridden"]["emit_checkpoints"] == {"value": 1.0, "mm2_default": 60.0}
+
+
 def test_up_when_already_up_says_so(refcluster: RefCluster) -> None:
     out = run_cli("refcluster", "up", "--dir", str(refcluster.dir), "--json")
     assert out.returncode == 0, out.stderr
