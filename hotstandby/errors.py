@@ -10,6 +10,7 @@
     │   └── UnknownRouteError (LookupError)
     ├── SwitchError                         a route flip was refused or lost a race
     │   └── ConcurrentUpdateError           the route changed between read and write
+    ├── FencedError                         a newer owner (generation) holds what we tried to write
     ├── ConfigCenterError                   the config center (etcd) misbehaved
     │   ├── ConfigCenterUnavailable (ConnectionError)   retryable
     │   └── RevisionCompacted               a watch asked for history that is gone
@@ -29,6 +30,7 @@ __all__ = [
     "ConfigCenterError",
     "ConfigCenterUnavailable",
     "ConfigError",
+    "FencedError",
     "FormatError",
     "HotStandbyError",
     "MissingDependencyError",
@@ -81,6 +83,10 @@ class SwitchError(HotStandbyError):
 
 class ConcurrentUpdateError(SwitchError):
     """The route was modified by someone else between our read and our write."""
+
+
+class FencedError(HotStandbyError):
+    """A newer owner (higher generation) wrote this ledger: this client no longer owns it."""
 
 
 class ConfigCenterError(HotStandbyError):

@@ -1,0 +1,103 @@
+"""The ``hs-id`` record identity that survives replication.
+
+Every record the SDK produces carries ``hs-id`` (a Kafka header with the bytes below; a
+Pulsar property, which must be text, with their hex form). It names the record independently
+of any cluster's offsets: the producer session (random, 128 bit, per producer instance), the partition the SDK
+chose, and a sequence number contiguous per (session, topic, partition) — like Kafka's
+idempotent producer (PID + per-partition sequence) and Pulsar's dedup (producer name +
+sequence id).
+
+Binary layout, version 1 (18 to 30 bytes)::
+
+    0x01 | session: 16 bytes | partition: unsigned LEB128 varint | sequence: unsigned LEB128 varint
+
+Unknown versions, truncated values and trailing bytes are rejected (:class:`FormatError`):
+an identity that cannot be trusted must not filter a record away.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from hotstandby.errors import FormatError
+
+__all__ = ["HEADER", "VERSION", "RecordId", "new_session", "read_uvarint", "write_uvarint"]
+
+HEADER = "hs-id"
+VERSION = 1
+_SESSION_BYTES = 16
+
+
+def new_session() -> bytes:
+    """A fresh random producer session id (128 bit)."""
+    return os.urandom(_SESSION_BYTES)
+
+
+def write_uvarint(value: int) -> bytes:
+    if value < 0:
+        raise FormatError(f"varint must be non-negative, got {value}")
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def read_uvarint(data: bytes, pos: int, what: str) -> tuple[int, int]:
+    """Decode a varint at ``pos``; returns (value, next position)."""
+    value = shift = 0
+    while True:
+        if pos >= len(data):
+            raise FormatError(f"{what}: truncated varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            raise FormatError(f"{what}: varint longer than 64 bits")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordId:
+    """Identity of one produced record."""
+
+    session: bytes
+    partition: int
+    sequence: int
+
+    def encode(self) -> bytes:
+        if len(self.session) != _SESSION_BYTES:
+            raise FormatError(f"session must be {_SESSION_BYTES} bytes, got {len(self.session)}")
+        return bytes((VERSION,)) + self.session + write_uvarint(self.partition) + write_uvarint(self.sequence)
+
+    @classmethod
+    def decode(cls, data: bytes) -> RecordId:
+        if not data:
+            raise FormatError("hs-id: empty")
+        if data[0] != VERSION:
+            raise FormatError(f"hs-id: unknown version {data[0]}")
+        if len(data) < 1 + _SESSION_BYTES:
+            raise FormatError(f"hs-id: truncated session ({len(data)} bytes)")
+        session = bytes(data[1 : 1 + _SESSION_BYTES])
+        partition, pos = read_uvarint(data, 1 + _SESSION_BYTES, "hs-id partition")
+        sequence, pos = read_uvarint(data, pos, "hs-id sequence")
+        if pos != len(data):
+            raise FormatError(f"hs-id: {len(data) - pos} unexpected trailing bytes")
+        return cls(session, partition, sequence)
+
+    def text(self) -> str:
+        """The string form used where values must be text (Pulsar properties): hex."""
+        return self.encode().hex()
+
+    @classmethod
+    def from_text(cls, text: str) -> RecordId:
+        try:
+            return cls.decode(bytes.fromhex(text))
+        except ValueError as exc:
+            if isinstance(exc, FormatError):
+                raise
+            raise FormatError(f"hs-id: not hex: {text[:40]!r}") from None

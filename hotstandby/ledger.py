@@ -1,0 +1,160 @@
+"""The ack ledger: which records a consumer group acknowledged, by identity, not offset.
+
+One :class:`PartitionLedger` per (group, logical topic, partition) maps each producer session
+to the :class:`RangeSet` of its acknowledged sequences — the cluster-neutral form of Pulsar's
+"individually deleted messages", usable on any cluster. In-order processing keeps one range
+per session; out-of-order acknowledgements add a few.
+
+Sessions whose last acknowledgement is older than a maximum age are dropped (:meth:`gc`): their
+producers are long gone and their records long consumed everywhere.
+
+JSON form (what etcd holds; the ranges are the compact :class:`RangeSet` bytes, base64)::
+
+    {"v": 1, "generation": 7, "owner": "consumer-1", "updated_at_ms": 1795318721277,
+     "sessions": {"<session hex>": {"last_ack_ms": 1795318721000, "acked": "<base64>"}}}
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from hotstandby.errors import FormatError
+from hotstandby.identity import RecordId
+from hotstandby.rangeset import RangeSet
+
+__all__ = ["LedgerDocument", "PartitionLedger"]
+
+_VERSION = 1
+
+
+@dataclass
+class _Session:
+    acked: RangeSet = field(default_factory=RangeSet)
+    last_ack_ms: int = 0
+
+
+class PartitionLedger:
+    """Acknowledged sequences of one (group, topic, partition), by producer session."""
+
+    __slots__ = ("_sessions",)
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __init__(self) -> None:
+        self._sessions: dict[bytes, _Session] = {}
+
+    def ack(self, rid: RecordId, now_ms: int) -> None:
+        entry = self._sessions.get(rid.session)
+        if entry is None:
+            entry = self._sessions[rid.session] = _Session()
+        entry.acked.add(rid.sequence)
+        entry.last_ack_ms = max(entry.last_ack_ms, now_ms)
+
+    def __contains__(self, rid: object) -> bool:
+        if not isinstance(rid, RecordId):
+            return False
+        entry = self._sessions.get(rid.session)
+        return entry is not None and rid.sequence in entry.acked
+
+    def __len__(self) -> int:
+        """Acknowledged records held."""
+        return sum(len(e.acked) for e in self._sessions.values())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PartitionLedger) and {
+            k: (v.acked, v.last_ack_ms) for k, v in self._sessions.items()
+        } == {k: (v.acked, v.last_ack_ms) for k, v in other._sessions.items()}
+
+    @property
+    def sessions(self) -> list[bytes]:
+        return sorted(self._sessions)
+
+    def ranges(self, session: bytes) -> RangeSet:
+        entry = self._sessions.get(session)
+        return entry.acked.copy() if entry else RangeSet()
+
+    def merge(self, other: PartitionLedger) -> None:
+        """Add everything ``other`` acknowledged (acknowledgements only ever grow)."""
+        for session, theirs in other._sessions.items():
+            mine = self._sessions.get(session)
+            if mine is None:
+                self._sessions[session] = _Session(theirs.acked.copy(), theirs.last_ack_ms)
+            else:
+                mine.acked.update(theirs.acked)
+                mine.last_ack_ms = max(mine.last_ack_ms, theirs.last_ack_ms)
+
+    def gc(self, max_age_ms: int, now_ms: int) -> list[bytes]:
+        """Drop sessions whose last acknowledgement is older than ``max_age_ms``; returns them."""
+        old = [s for s, e in self._sessions.items() if now_ms - e.last_ack_ms > max_age_ms]
+        for session in old:
+            del self._sessions[session]
+        return old
+
+    def copy(self) -> PartitionLedger:
+        out = PartitionLedger()
+        out.merge(self)
+        return out
+
+    # -- JSON -----------------------------------------------------------------------------
+
+    def sessions_json(self) -> dict[str, Any]:
+        return {
+            s.hex(): {"last_ack_ms": e.last_ack_ms, "acked": base64.b64encode(e.acked.to_bytes()).decode()}
+            for s, e in sorted(self._sessions.items())
+        }
+
+    @classmethod
+    def from_sessions_json(cls, doc: Any, what: str) -> PartitionLedger:
+        out = cls()
+        if not isinstance(doc, dict):
+            raise FormatError(f"{what}: 'sessions' must be an object")
+        for key, value in doc.items():
+            try:
+                session = bytes.fromhex(key)
+                acked = RangeSet.from_bytes(base64.b64decode(value["acked"], validate=True))
+                out._sessions[session] = _Session(acked, int(value["last_ack_ms"]))
+            except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+                if isinstance(exc, FormatError):
+                    raise FormatError(f"{what}: session {key[:32]}: {exc}") from None
+                raise FormatError(f"{what}: session {key[:32]}: {exc!r}") from None
+        return out
+
+
+@dataclass
+class LedgerDocument:
+    """A ledger as stored: the ledger plus who wrote it, under which generation, when."""
+
+    ledger: PartitionLedger
+    generation: int = -1
+    owner: str = ""
+    updated_at_ms: int = 0
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "v": _VERSION,
+                "generation": self.generation,
+                "owner": self.owner,
+                "updated_at_ms": self.updated_at_ms,
+                "sessions": self.ledger.sessions_json(),
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, raw: bytes | str, what: str = "ledger") -> LedgerDocument:
+        try:
+            doc = json.loads(raw)
+        except ValueError as exc:
+            raise FormatError(f"{what}: malformed JSON: {exc}") from None
+        if not isinstance(doc, dict) or doc.get("v") != _VERSION:
+            raise FormatError(f"{what}: not a version {_VERSION} ledger")
+        return cls(
+            ledger=PartitionLedger.from_sessions_json(doc.get("sessions", {}), what),
+            generation=int(doc.get("generation", -1)),
+            owner=str(doc.get("owner", "")),
+            updated_at_ms=int(doc.get("updated_at_ms", 0)),
+        )

@@ -1,0 +1,68 @@
+"""Ack ledgers in the config center: ``<ns>/ledgers/<group>/<topic>/<partition>``.
+
+A save is read, merge, compare-and-put: the stored acknowledgements are united with ours
+(acknowledgements only grow, so nothing a previous owner flushed is lost), old sessions are
+dropped, and the write succeeds only if the key did not change meanwhile. A stored generation
+higher than ours means a newer owner took the partition over: :class:`FencedError`, nothing
+written. Flush the ledger before committing offsets: a ledger ahead of the committed position
+only filters records, one behind costs duplicates.
+"""
+
+from __future__ import annotations
+
+import time
+
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.errors import ConcurrentUpdateError, FencedError
+from hotstandby.ledger import LedgerDocument, PartitionLedger
+from hotstandby.logs import get_logger
+
+__all__ = ["DEFAULT_SESSION_MAX_AGE_MS", "LedgerStore"]
+
+log = get_logger("hotstandby.ledger")
+
+#: Sessions idle for longer than this are dropped from stored ledgers (7 days).
+DEFAULT_SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000
+_CAS_ATTEMPTS = 5
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LedgerStore:
+    def __init__(self, center: ConfigCenter, *, session_max_age_ms: int = DEFAULT_SESSION_MAX_AGE_MS) -> None:
+        self._center = center
+        self.session_max_age_ms = session_max_age_ms
+
+    def key(self, group: str, topic: str, partition: int) -> str:
+        return self._center.keys.ledger(group, topic, partition)
+
+    def load(self, group: str, topic: str, partition: int) -> LedgerDocument:
+        """The stored ledger (empty, generation -1, if there is none)."""
+        kv = self._center.store.get(self.key(group, topic, partition))
+        if kv is None:
+            return LedgerDocument(PartitionLedger())
+        return LedgerDocument.from_json(kv.value, kv.key)
+
+    def save(
+        self, group: str, topic: str, partition: int, ledger: PartitionLedger, *, generation: int, owner: str
+    ) -> LedgerDocument:
+        """Merge ``ledger`` into the stored one under ``generation``; returns what was written."""
+        key = self.key(group, topic, partition)
+        for _ in range(_CAS_ATTEMPTS):
+            kv = self._center.store.get(key)
+            stored = LedgerDocument.from_json(kv.value, key) if kv else LedgerDocument(PartitionLedger())
+            if stored.generation > generation:
+                raise FencedError(
+                    f"{key}: generation {stored.generation} (owner {stored.owner!r}) is newer than ours ({generation})"
+                )
+            merged = stored.ledger
+            merged.merge(ledger)
+            now = _now_ms()
+            dropped = merged.gc(self.session_max_age_ms, now)
+            doc = LedgerDocument(merged, generation=generation, owner=owner, updated_at_ms=now)
+            if self._center.store.put_if_revision(key, doc.to_json().encode(), kv.mod_revision if kv else 0):
+                log.debug("ledger.flushed", key=key, generation=generation, records=len(merged), dropped=len(dropped))
+                return doc
+        raise ConcurrentUpdateError(f"{key}: changed {_CAS_ATTEMPTS} times while saving; try again")

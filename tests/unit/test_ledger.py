@@ -1,0 +1,93 @@
+"""The ack ledger: membership, merge, GC, JSON; the fenced store on the memory config center."""
+
+from __future__ import annotations
+
+import pytest
+
+import time
+
+from hotstandby.configcenter import ConfigCenter, MemoryStore
+from hotstandby.errors import FencedError, FormatError
+from hotstandby.identity import RecordId
+from hotstandby.ledger import LedgerDocument, PartitionLedger
+from hotstandby.ledger_store import LedgerStore
+
+S1, S2 = b"\x01" * 16, b"\x02" * 16
+NOW = int(time.time() * 1000)
+
+
+def rid(session: bytes, seq: int) -> RecordId:
+    return RecordId(session, 0, seq)
+
+
+def test_membership_by_session_and_sequence() -> None:
+    ledger = PartitionLedger()
+    for seq in (0, 1, 2, 7):
+        ledger.ack(rid(S1, seq), now_ms=10)
+    assert rid(S1, 2) in ledger and rid(S1, 7) in ledger
+    assert rid(S1, 3) not in ledger and rid(S2, 0) not in ledger
+    assert len(ledger) == 4 and list(ledger.ranges(S1)) == [(0, 3), (7, 8)]
+
+
+def test_merge_is_a_union_and_gc_drops_idle_sessions() -> None:
+    a, b = PartitionLedger(), PartitionLedger()
+    a.ack(rid(S1, 0), now_ms=100)
+    b.ack(rid(S1, 1), now_ms=200)
+    b.ack(rid(S2, 5), now_ms=50)
+    a.merge(b)
+    assert list(a.ranges(S1)) == [(0, 2)] and rid(S2, 5) in a
+    assert a.gc(max_age_ms=100, now_ms=200) == [S2]
+    assert a.sessions == [S1]
+
+
+def test_json_roundtrip_and_malformed_documents() -> None:
+    ledger = PartitionLedger()
+    for seq in range(0, 1000, 3):
+        ledger.ack(rid(S1, seq), now_ms=5)
+    doc = LedgerDocument(ledger, generation=4, owner="c1", updated_at_ms=9)
+    back = LedgerDocument.from_json(doc.to_json())
+    assert (back.ledger, back.generation, back.owner) == (ledger, 4, "c1")
+    for bad, match in [("{", "malformed"), ('{"v": 2}', "version 1"),
+                       ('{"v": 1, "sessions": {"zz": {}}}', "session zz"),
+                       ('{"v": 1, "sessions": {"01": {"last_ack_ms": 1, "acked": "!!"}}}', "session 01")]:  # fmt: skip
+        with pytest.raises(FormatError, match=match):
+            LedgerDocument.from_json(bad)
+
+
+@pytest.fixture
+def store() -> LedgerStore:
+    return LedgerStore(ConfigCenter(MemoryStore(), "/t"))
+
+
+def test_save_merges_with_what_a_previous_owner_flushed(store: LedgerStore) -> None:
+    first, second = PartitionLedger(), PartitionLedger()
+    first.ack(rid(S1, 0), now_ms=NOW)
+    second.ack(rid(S1, 1), now_ms=NOW)
+    store.save("g", "orders", 0, first, generation=1, owner="c1")
+    written = store.save("g", "orders", 0, second, generation=2, owner="c2")
+    assert list(written.ledger.ranges(S1)) == [(0, 2)]
+    loaded = store.load("g", "orders", 0)
+    assert (loaded.generation, loaded.owner, list(loaded.ledger.ranges(S1))) == (2, "c2", [(0, 2)])
+
+
+def test_a_stale_generation_is_fenced_and_writes_nothing(store: LedgerStore) -> None:
+    ledger = PartitionLedger()
+    ledger.ack(rid(S1, 0), now_ms=NOW)
+    store.save("g", "orders", 0, ledger, generation=5, owner="new")
+    stale = PartitionLedger()
+    stale.ack(rid(S1, 99), now_ms=NOW)
+    with pytest.raises(FencedError, match="generation 5"):
+        store.save("g", "orders", 0, stale, generation=4, owner="old")
+    assert rid(S1, 99) not in store.load("g", "orders", 0).ledger
+
+
+def test_old_sessions_are_dropped_when_saving() -> None:
+    store = LedgerStore(ConfigCenter(MemoryStore(), "/t"), session_max_age_ms=1000)
+    ledger = PartitionLedger()
+    ledger.ack(rid(S1, 0), now_ms=0)  # long ago
+    assert store.save("g", "t", 0, ledger, generation=1, owner="c").ledger.sessions == []
+
+
+def test_missing_ledger_loads_empty(store: LedgerStore) -> None:
+    doc = store.load("g", "persistent://public/default/x", 3)
+    assert doc.generation == -1 and len(doc.ledger) == 0
