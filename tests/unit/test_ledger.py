@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 import time
+
+import pytest
 
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.errors import FencedError, FormatError
