@@ -1,0 +1,189 @@
+"""The switch orchestrator: moves one client between clusters when its route flips.
+
+A state machine per client — ``ACTIVE`` -> ``DRAINING`` -> ``SWITCHING`` -> ``ACTIVE`` — run
+on its own thread so the route watcher is never blocked:
+
+* one switch at a time; epochs that arrive meanwhile wait, and only the newest waiting one is
+  carried out (moving through an intermediate cluster would be pointless);
+* a switch that fails is retried with exponential backoff, unless a newer epoch arrived; the
+  client keeps the cluster it has until a switch completes — the ``perform`` callback must
+  build the new connection before giving up the old one;
+* every switch is logged (``switch.started``, ``switch.completed``, ``switch.failed``) and
+  timed.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import tenacity
+
+from hotstandby.configcenter import RouteChange
+from hotstandby.documents import Route
+from hotstandby.logs import get_logger
+
+__all__ = ["SwitchRecord", "SwitchState", "Switcher"]
+
+log = get_logger("hotstandby.switch")
+
+
+class SwitchState(enum.Enum):
+    ACTIVE = "active"
+    DRAINING = "draining"
+    SWITCHING = "switching"
+
+
+@dataclass(frozen=True)
+class SwitchRecord:
+    """One completed switch."""
+
+    from_cluster: str
+    to_cluster: str
+    epoch: int
+    duration_s: float
+    attempts: int
+    completed_at: float = field(default_factory=time.time)
+
+
+#: ``perform(current, target, set_state)`` carries the switch out; it raises to fail it.
+Perform = Callable[[Route, Route, Callable[[SwitchState], None]], None]
+
+
+class Switcher:
+    def __init__(
+        self, name: str, route: Route, perform: Perform, *, max_backoff: float = 5.0, poll_s: float = 0.2
+    ) -> None:
+        self.name = name
+        self._route = route
+        self._perform = perform
+        self._max_backoff = max_backoff
+        self._poll_s = poll_s
+        self._state = SwitchState.ACTIVE
+        self._lock = threading.Condition()
+        self._pending: Route | None = None
+        self._busy = False  # a target was taken and is being carried out
+        self._stopped = threading.Event()
+        self.history: list[SwitchRecord] = []
+        self.failures = 0
+        self._thread = threading.Thread(target=self._run, name=f"hotstandby-switch-{name}", daemon=True)
+        self._thread.start()
+
+    @property
+    def route(self) -> Route:
+        """The route the client currently runs on (changes only when a switch completes)."""
+        with self._lock:
+            return self._route
+
+    @property
+    def state(self) -> SwitchState:
+        with self._lock:
+            return self._state
+
+    def _set_state(self, state: SwitchState) -> None:
+        with self._lock:
+            self._state = state
+            self._lock.notify_all()
+
+    def offer(self, change: RouteChange) -> None:
+        """A route change from the watcher; returns at once."""
+        route = change.route
+        with self._lock:
+            newest = self._pending or self._route
+            if route.name != self._route.name or route.epoch <= newest.epoch:
+                return
+            self._pending = route
+            self._lock.notify_all()
+        log.info("switch.queued", client=self.name, route=route.name, to=route.active, epoch=route.epoch)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no switch is running or waiting (for tests and orderly shutdown)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._pending is not None or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(left)
+            return True
+
+    def close(self, timeout: float = 10.0) -> None:
+        self._stopped.set()
+        with self._lock:
+            self._lock.notify_all()
+        self._thread.join(timeout)
+
+    # -- the worker -----------------------------------------------------------------------
+
+    def _next(self) -> Route | None:
+        with self._lock:
+            while self._pending is None and not self._stopped.is_set():
+                self._lock.wait(self._poll_s)
+            target, self._pending = self._pending, None
+            self._busy = target is not None
+            return target
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            target = self._next()
+            if target is None:
+                continue
+            try:
+                if target.active == self.route.active:
+                    with self._lock:
+                        self._route = target  # same cluster, newer epoch: nothing to move
+                else:
+                    self._switch(target)
+            finally:
+                with self._lock:
+                    self._busy = False
+                    self._lock.notify_all()
+
+    def _switch(self, target: Route) -> None:
+        current = self.route
+        started = time.monotonic()
+        attempts = 0
+        wait = tenacity.wait_exponential_jitter(initial=0.1, max=self._max_backoff, jitter=0.1)
+        log.info(
+            "switch.started",
+            client=self.name,
+            route=target.name,
+            source=current.active,
+            to=target.active,
+            epoch=target.epoch,
+        )
+        while not self._stopped.is_set():
+            attempts += 1
+            try:
+                self._perform(current, target, self._set_state)
+            except Exception as exc:  # the perform callback decides what is an error; we retry all
+                self.failures += 1
+                self._set_state(SwitchState.ACTIVE)
+                delay = wait(_attempt(attempts))
+                log.warning("switch.failed", client=self.name, to=target.active, epoch=target.epoch,
+                            attempt=attempts, error=repr(exc), retry_in_s=round(delay, 2))  # fmt: skip
+                with self._lock:
+                    if self._pending is not None:  # a newer epoch supersedes this one
+                        return
+                    self._lock.wait(delay)
+                    if self._pending is not None:
+                        return
+                continue
+            duration = time.monotonic() - started
+            with self._lock:
+                self._route = target
+                self._state = SwitchState.ACTIVE
+                self.history.append(SwitchRecord(current.active, target.active, target.epoch, duration, attempts))
+                self._lock.notify_all()
+            log.info("switch.completed", client=self.name, source=current.active, to=target.active,
+                     epoch=target.epoch, duration_ms=round(duration * 1000, 1), attempts=attempts)  # fmt: skip
+            return
+
+
+def _attempt(number: int) -> tenacity.RetryCallState:
+    state = tenacity.RetryCallState(retry_object=tenacity.Retrying(), fn=None, args=(), kwargs={})
+    state.attempt_number = number
+    return state

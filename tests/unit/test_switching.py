@@ -1,0 +1,100 @@
+"""The switch state machine with a scripted ``perform`` (no processes)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from hotstandby.configcenter import RouteChange
+from hotstandby.documents import Route
+from hotstandby.switching import Switcher, SwitchState
+from tests.support import wait_for
+
+
+def route(active: str, epoch: int) -> Route:
+    return Route(name="orders", active=active, clusters=("a", "b"), epoch=epoch)
+
+
+def change(active: str, epoch: int) -> RouteChange:
+    return RouteChange(route(active, epoch), None, epoch)
+
+
+class Script:
+    """A perform callback that records calls, can be held, and fails a given number of times."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.calls: list[tuple[str, str, int]] = []
+        self.failures = failures
+        self.gate = threading.Event()
+        self.gate.set()
+        self.states: list[SwitchState] = []
+
+    def __call__(self, current: Route, target: Route, set_state: Callable[[SwitchState], None]) -> None:
+        self.calls.append((current.active, target.active, target.epoch))
+        set_state(SwitchState.DRAINING)
+        self.states.append(SwitchState.DRAINING)
+        assert self.gate.wait(10)
+        set_state(SwitchState.SWITCHING)
+        self.states.append(SwitchState.SWITCHING)
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("new cluster refused")
+
+
+def test_a_switch_runs_through_the_states_and_is_recorded() -> None:
+    script = Script()
+    sw = Switcher("p1", route("a", 1), script)
+    try:
+        sw.offer(change("b", 2))
+        assert sw.wait_idle(10)
+        assert sw.route.active == "b" and sw.route.epoch == 2 and sw.state is SwitchState.ACTIVE
+        assert script.states == [SwitchState.DRAINING, SwitchState.SWITCHING]
+        [record] = sw.history
+        assert (record.from_cluster, record.to_cluster, record.epoch, record.attempts) == ("a", "b", 2, 1)
+    finally:
+        sw.close()
+
+
+def test_epochs_arriving_during_a_switch_wait_and_only_the_newest_runs() -> None:
+    script = Script()
+    script.gate.clear()
+    sw = Switcher("p1", route("a", 1), script)
+    try:
+        sw.offer(change("b", 2))
+        wait_for(lambda: sw.state is SwitchState.DRAINING, 10, "the first switch to start")
+        sw.offer(change("a", 3))
+        sw.offer(change("b", 4))
+        sw.offer(change("a", 2))  # stale: ignored
+        script.gate.set()
+        assert sw.wait_idle(10)
+        assert script.calls == [("a", "b", 2)], "epoch 3 was superseded; epoch 4 needs no move"
+        assert sw.route.epoch == 4 and sw.route.active == "b"
+    finally:
+        sw.close()
+
+
+def test_a_failed_switch_is_retried_and_the_client_keeps_its_cluster_meanwhile() -> None:
+    script = Script(failures=2)
+    sw = Switcher("p1", route("a", 1), script, max_backoff=0.2)
+    try:
+        sw.offer(change("b", 2))
+        wait_for(lambda: sw.failures >= 1, 10, "a failure")
+        assert sw.route.active == "a", "a failed switch must leave the client where it was"
+        assert sw.wait_idle(10)
+        assert sw.route.active == "b" and sw.history[-1].attempts == 3 and sw.failures == 2
+    finally:
+        sw.close()
+
+
+def test_a_newer_epoch_replaces_a_failing_switch() -> None:
+    script = Script(failures=100)
+    sw = Switcher("p1", route("a", 1), script, max_backoff=0.2)
+    try:
+        sw.offer(change("b", 2))
+        wait_for(lambda: sw.failures >= 1, 10, "a failure")
+        script.failures = 0
+        sw.offer(change("a", 3))  # back to where we are: no move needed
+        assert sw.wait_idle(10)
+        assert sw.route.active == "a" and sw.route.epoch == 3
+    finally:
+        sw.close()
