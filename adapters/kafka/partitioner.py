@@ -1,0 +1,81 @@
+"""Choosing a partition the way the user's other producers do.
+
+The SDK picks the partition itself before sending, because sequences in ``hs-id`` are
+contiguous per partition. Keyed records: ``murmur2`` (default) is the Java client's
+partitioner — ``(murmur2(key) & 0x7fffffff) % partitions`` — which librdkafka also offers as
+``murmur2_random``; ``crc32`` matches librdkafka's ``consistent``. Unkeyed records stick to one
+partition for a batch of records, then move on round-robin (like the Java client's sticky
+partitioner, with a fixed batch size).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+
+from hotstandby.errors import ValidationError
+
+__all__ = ["KEYED", "Partitioner", "murmur2"]
+
+_M = 0x5BD1E995
+_MASK = 0xFFFFFFFF
+
+
+def _to_signed(value: int) -> int:
+    value &= _MASK
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 (seed 0x9747b28c), as a signed 32-bit int like Java's ``Utils.murmur2``."""
+    length = len(data)
+    h = (0x9747B28C ^ length) & _MASK
+    blocks = length // 4
+    for i in range(blocks):
+        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = (h * _M) & _MASK
+        h ^= k
+    tail = data[4 * blocks :]
+    if len(tail) >= 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h ^= tail[0]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return _to_signed(h)
+
+
+KEYED: dict[str, Callable[[bytes, int], int]] = {
+    "murmur2": lambda key, n: (murmur2(key) & 0x7FFFFFFF) % n,
+    "crc32": lambda key, n: zlib.crc32(key) % n,
+}
+
+
+class Partitioner:
+    """Keyed: a hash of the key; unkeyed: sticky for ``sticky_records`` records, then the next."""
+
+    def __init__(self, keyed: str = "murmur2", sticky_records: int = 100) -> None:
+        if keyed not in KEYED:
+            raise ValidationError("hotstandby.partitioner", f"unknown partitioner {keyed!r}; known: {', '.join(KEYED)}")
+        self._keyed = KEYED[keyed]
+        self._sticky_records = sticky_records
+        self._sticky: dict[str, tuple[int, int]] = {}  # topic -> (partition, records left)
+
+    def partition(self, topic: str, key: bytes | None, partitions: int) -> int:
+        if partitions <= 0:
+            raise ValidationError(topic, "topic has no partitions")
+        if key is not None:
+            return self._keyed(key, partitions)
+        current, left = self._sticky.get(topic, (-1, 0))
+        if left <= 0 or current >= partitions:
+            current = (current + 1) % partitions
+            left = self._sticky_records
+        self._sticky[topic] = (current, left - 1)
+        return current

@@ -1,0 +1,91 @@
+"""The ``hotstandby.*`` keys of a client's configuration dict.
+
+A drop-in facade takes the client library's usual configuration plus these keys; they are
+removed before the rest is passed, untouched, to the client library. ``bootstrap.servers``
+(or a service URL) must not be given: it comes from the route's active cluster.
+
+==================================  ========  ==============================================
+key                                 default   meaning
+==================================  ========  ==============================================
+``hotstandby.route``                required  the route whose active cluster the client uses
+``hotstandby.etcd``                 env/def.  config center endpoints (see Settings)
+``hotstandby.namespace``            env/def.  config center namespace
+``hotstandby.client.id``            random    name in logs and in ``hotstandby status ROUTE``
+``hotstandby.replay.window.ms``     60000     acknowledged records kept for re-sending
+``hotstandby.replay.window.bytes``  33554432  ... and at most this many bytes of them
+``hotstandby.drain.timeout.ms``     10000     planned switch: time to finish on the old cluster
+``hotstandby.partitioner``          murmur2   keyed partitioner (murmur2 or crc32)
+``hotstandby.timestamp.skew.ms``    5000      timestamp fallback: seek this far before
+``hotstandby.ledger.flush.ms``      1000      consumers: periodic ledger flush
+==================================  ========  ==============================================
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hotstandby.errors import ConfigError, ValidationError
+from hotstandby.settings import Settings
+
+__all__ = ["PREFIX", "ClientOptions"]
+
+PREFIX = "hotstandby."
+_FORBIDDEN = ("bootstrap.servers", "metadata.broker.list", "service_url", "serviceUrl")
+
+
+def _int(config: Mapping[str, Any], key: str, default: int) -> int:
+    value = config.get(key, default)
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ValidationError(key, f"expected an integer, got {value!r}") from None
+    if number < 0:
+        raise ValidationError(key, f"must not be negative, got {number}")
+    return number
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientOptions:
+    route: str
+    settings: Settings
+    client_id: str
+    replay_window_ms: int = 60_000
+    replay_window_bytes: int = 32 * 1024 * 1024
+    drain_timeout_ms: int = 10_000
+    partitioner: str = "murmur2"
+    timestamp_skew_ms: int = 5_000
+    ledger_flush_ms: int = 1_000
+
+    @classmethod
+    def split(cls, config: Mapping[str, Any], *, role: str) -> tuple[ClientOptions, dict[str, Any]]:
+        """``(options, the rest of the config for the client library)``."""
+        for key in _FORBIDDEN:
+            if key in config:
+                raise ConfigError(
+                    f"{key!r} must not be set: the cluster comes from route {config.get(PREFIX + 'route')!r} in the config center"
+                )
+        route = config.get(PREFIX + "route")
+        if not isinstance(route, str) or not route:
+            raise ValidationError(PREFIX + "route", "required: the route this client follows")
+        known = {f"{PREFIX}{k}" for k in ("route", "etcd", "namespace", "client.id", "replay.window.ms",
+                                          "replay.window.bytes", "drain.timeout.ms", "partitioner",
+                                          "timestamp.skew.ms", "ledger.flush.ms")}  # fmt: skip
+        unknown = sorted(k for k in config if k.startswith(PREFIX) and k not in known)
+        if unknown:
+            raise ValidationError(unknown[0], f"unknown setting; known: {', '.join(sorted(known))}")
+        options = cls(
+            route=route,
+            settings=Settings.resolve(etcd=config.get(PREFIX + "etcd"), namespace=config.get(PREFIX + "namespace")),
+            client_id=str(config.get(PREFIX + "client.id") or f"{role}-{uuid.uuid4().hex[:8]}"),
+            replay_window_ms=_int(config, PREFIX + "replay.window.ms", 60_000),
+            replay_window_bytes=_int(config, PREFIX + "replay.window.bytes", 32 * 1024 * 1024),
+            drain_timeout_ms=_int(config, PREFIX + "drain.timeout.ms", 10_000),
+            partitioner=str(config.get(PREFIX + "partitioner", "murmur2")),
+            timestamp_skew_ms=_int(config, PREFIX + "timestamp.skew.ms", 5_000),
+            ledger_flush_ms=_int(config, PREFIX + "ledger.flush.ms", 1_000),
+        )
+        passthrough = {k: v for k, v in config.items() if not k.startswith(PREFIX)}
+        return options, passthrough

@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import pytest
+
+from hotstandby.client_options import ClientOptions
+from hotstandby.errors import ConfigError, ValidationError
+
+
+def test_split_keeps_client_settings_untouched() -> None:
+    opts, rest = ClientOptions.split(
+        {"hotstandby.route": "orders", "hotstandby.etcd": "127.0.0.1:1", "acks": "all", "linger.ms": 5,
+         "hotstandby.replay.window.ms": "1000"},
+        role="producer",
+    )  # fmt: skip
+    assert rest == {"acks": "all", "linger.ms": 5}
+    assert (opts.route, str(opts.settings.etcd[0]), opts.replay_window_ms) == ("orders", "127.0.0.1:1", 1000)
+    assert opts.client_id.startswith("producer-")
+
+
+@pytest.mark.parametrize(
+    ("config", "error", "match"),
+    [
+        ({}, ValidationError, "hotstandby.route"),
+        ({"hotstandby.route": "r", "bootstrap.servers": "h:1"}, ConfigError, "comes from route 'r'"),
+        ({"hotstandby.route": "r", "hotstandby.replay.window": 5}, ValidationError, "unknown setting"),
+        ({"hotstandby.route": "r", "hotstandby.drain.timeout.ms": "soon"}, ValidationError, "integer"),
+        ({"hotstandby.route": "r", "hotstandby.replay.window.bytes": -1}, ValidationError, "negative"),
+    ],
+)
+def test_bad_options_are_refused(config: dict[str, object], error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        ClientOptions.split(config, role="producer")
