@@ -1,1 +1,21 @@
-"""Kafka adapter (confluent-kafka). Submodules import confluent_kafka only where they need it."""
+"""Kafka adapter (confluent-kafka): drop-in ``Producer`` and ``Consumer`` that follow a route.
+
+``from hotstandby.adapters.kafka import Producer`` imports confluent_kafka; this package itself
+does not, so the probe and the MM2 codec work without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Producer"]
+
+_LAZY = {"Producer": "producer"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from hotstandby.registry import import_adapter_module
+
+        return getattr(import_adapter_module("kafka", _LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,315 @@
+"""``hotstandby.adapters.kafka.Producer``: confluent_kafka.Producer that follows a route.
+
+Every record gets an ``hs-id`` header (producer session, partition, sequence) and goes to a
+partition the SDK chose (murmur2 of the key like the Java client, sticky when unkeyed). Until
+the cluster acknowledges it, a record is *pending*; once acknowledged it stays for a while in
+the *replay window* (``hotstandby.replay.window.ms`` / ``.bytes``).
+
+On a switch the producer builds a client for the new cluster, drains the old one when it still
+answers (``hotstandby.drain.timeout.ms``), purges it, and re-sends — same hs-id, same
+partition, in order — every pending record and every record of the replay window; then new
+records follow. Records the old cluster stored twice, or that replication copied, are filtered
+by consumers by their hs-id. ``on_delivery`` fires exactly once per produced record.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka import Producer as RawProducer
+
+from hotstandby.adapters.kafka.partitioner import Partitioner
+from hotstandby.client_options import ClientOptions
+from hotstandby.documents import ClusterSpec, Route
+from hotstandby.follower import RouteFollower
+from hotstandby.identity import HEADER, RecordId, new_session
+from hotstandby.logs import get_logger
+from hotstandby.probe import probe_cluster
+from hotstandby.switching import SwitchState
+
+__all__ = ["Producer"]
+
+log = get_logger("hotstandby.kafka.producer")
+
+DeliveryCallback = Callable[[KafkaError | None, Message], None]
+_PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
+_METADATA_TIMEOUT_S = 10.0
+_DEFAULT_MAX_PENDING = 100_000  # librdkafka's queue.buffering.max.messages default
+
+
+@dataclass(eq=False)
+class _Record:
+    topic: str
+    partition: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, str | bytes | None]]
+    timestamp: int
+    rid: RecordId
+    on_delivery: DeliveryCallback | None
+    size: int
+    reported: bool = False
+    acked_at: float = 0.0
+
+    @property
+    def slot(self) -> tuple[str, int, int]:
+        return (self.topic, self.partition, self.rid.sequence)
+
+
+def _as_bytes(value: Any) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    raise TypeError(f"expected bytes or str, got {type(value).__name__}")
+
+
+def _headers(headers: Any) -> list[tuple[str, str | bytes | None]]:
+    items = list(headers.items()) if isinstance(headers, dict) else list(headers or [])
+    out: list[tuple[str, str | bytes | None]] = [(str(k), _as_bytes(v) or b"") for k, v in items]
+    if any(k == HEADER for k, _ in out):
+        raise ValueError(f"the {HEADER!r} header is set by hotstandby; do not set it yourself")
+    return out
+
+
+class _Closed:
+    """Stands in for the client after :meth:`Producer.close`."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError("Producer has been closed")
+
+
+class Producer:
+    """Drop-in replacement for :class:`confluent_kafka.Producer` (see the module doc)."""
+
+    def __init__(self, config: dict[str, Any], **kwargs: Any) -> None:
+        self.options, self._raw_config = ClientOptions.split(config, role="producer")
+        self._raw_kwargs = kwargs
+        self._max_pending = int(self._raw_config.get("queue.buffering.max.messages", _DEFAULT_MAX_PENDING))
+        self._follower = RouteFollower(self.options, "kafka")
+        self._lock = threading.RLock()
+        self._session = new_session()
+        self._sequences: dict[tuple[str, int], int] = {}
+        self._pending: dict[tuple[str, int, int], _Record] = {}
+        self._window: deque[_Record] = deque()
+        self._window_bytes = 0
+        self._partitioner = Partitioner(self.options.partitioner)
+        self._partition_counts: dict[str, int] = {}
+        self._generation = 0
+        self._user_purge = False
+        self.resent = 0
+        self.switches = 0
+        try:
+            self._spec = self._follower.initial_cluster
+            self._inner = self._connect(self._spec)
+            self._follower.start(self._perform)
+        except BaseException:
+            self._follower.close()
+            raise
+
+    # -- connections ----------------------------------------------------------------------
+
+    def _connect(self, spec: ClusterSpec) -> RawProducer:
+        config = {**spec.client_config("producer"), **self._raw_config, "bootstrap.servers": spec.url}
+        return RawProducer(config, **self._raw_kwargs)
+
+    @property
+    def cluster(self) -> str:
+        """The cluster records are sent to now."""
+        return self._spec.name
+
+    @property
+    def route(self) -> Route:
+        return self._follower.route
+
+    @property
+    def switch_state(self) -> SwitchState:
+        assert self._follower.switcher is not None
+        return self._follower.switcher.state
+
+    def _partitions(self, inner: RawProducer, topic: str) -> int:
+        count = self._partition_counts.get(topic)
+        if count is None:
+            metadata = inner.list_topics(topic, timeout=_METADATA_TIMEOUT_S).topics.get(topic)
+            if metadata is None or metadata.error is not None or not metadata.partitions:
+                raise KafkaException(
+                    metadata.error if metadata and metadata.error else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+                )
+            count = self._partition_counts[topic] = len(metadata.partitions)
+        return count
+
+    # -- producing ------------------------------------------------------------------------
+
+    def produce(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int = -1,
+        on_delivery: DeliveryCallback | None = None,
+        timestamp: int = 0,
+        headers: Any = None,
+        callback: DeliveryCallback | None = None,
+    ) -> None:
+        """As :meth:`confluent_kafka.Producer.produce`; raises ``BufferError`` when the queue is full."""
+        key_b, value_b, header_list = _as_bytes(key), _as_bytes(value), _headers(headers)
+        with self._lock:
+            if len(self._pending) >= self._max_pending:
+                raise BufferError("Local: Queue full")
+            if partition < 0:
+                partition = self._partitioner.partition(topic, key_b, self._partitions(self._inner, topic))
+            seq = self._sequences.get((topic, partition), 0)
+            self._sequences[(topic, partition)] = seq + 1
+            rid = RecordId(self._session, partition, seq)
+            record = _Record(
+                topic=topic,
+                partition=partition,
+                key=key_b,
+                value=value_b,
+                headers=[*header_list, (HEADER, rid.encode())],
+                # A fixed timestamp, so a re-sent copy carries the original one.
+                timestamp=timestamp or int(time.time() * 1000),
+                rid=rid,
+                on_delivery=on_delivery or callback,
+                size=len(key_b or b"") + len(value_b or b""),
+            )
+            try:
+                self._send(record, wait_s=0.0)
+            except BufferError:
+                self._sequences[(topic, partition)] = seq  # not sent: the sequence stays free
+                raise
+            self._pending[record.slot] = record
+
+    def _send(self, record: _Record, *, wait_s: float) -> None:
+        """Hand a record to the current client; waits up to ``wait_s`` for room in its queue."""
+        generation = self._generation
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                self._inner.produce(
+                    record.topic,
+                    value=record.value,
+                    key=record.key,
+                    partition=record.partition,
+                    timestamp=record.timestamp,
+                    headers=record.headers,
+                    on_delivery=lambda err, msg: self._delivered(record, generation, err, msg),
+                )
+                return
+            except BufferError:
+                if time.monotonic() >= deadline:
+                    raise
+                self._inner.poll(0.05)
+
+    def _delivered(self, record: _Record, generation: int, err: KafkaError | None, msg: Message) -> None:
+        report: DeliveryCallback | None = None
+        with self._lock:
+            if generation != self._generation:
+                return  # from a connection given up in a switch: the record was sent again
+            if err is not None and err.code() in _PURGED and not self._user_purge:
+                return
+            if self._pending.pop(record.slot, None) is not None and err is None:
+                record.acked_at = time.monotonic()
+                self._window.append(record)
+                self._window_bytes += record.size
+                self._trim_window()
+            if not record.reported:
+                record.reported = True
+                report = record.on_delivery
+        if report is not None:
+            report(err, msg)
+
+    def _trim_window(self) -> None:
+        horizon = time.monotonic() - self.options.replay_window_ms / 1000
+        while self._window and (
+            self._window[0].acked_at < horizon or self._window_bytes > self.options.replay_window_bytes
+        ):
+            self._window_bytes -= self._window.popleft().size
+
+    # -- the confluent_kafka surface ------------------------------------------------------
+
+    def _slices(self, timeout: float | None) -> Iterator[float]:
+        """Short waits up to ``timeout`` (None or negative: no limit), so a switch can swap the client."""
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while True:
+            left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+            yield max(left, 0.0)
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+
+    def poll(self, timeout: float | None = -1) -> int:
+        """Serve delivery callbacks; returns how many were served."""
+        served = 0
+        for wait in self._slices(timeout):
+            served += self._inner.poll(wait)
+            if served:
+                return served
+        return served
+
+    def flush(self, timeout: float | None = -1) -> int:
+        """Wait until every record was acknowledged (across switches); returns how many are left."""
+        for wait in self._slices(timeout):
+            self._inner.flush(wait)
+            if not self._pending:
+                break
+        return len(self)
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Drop records not yet sent; their callbacks get a purge error, as with confluent_kafka."""
+        with self._lock:
+            self._user_purge = True
+            try:
+                self._inner.purge(in_queue=in_queue, in_flight=in_flight, blocking=blocking)
+                self._inner.poll(0)
+            finally:
+                self._user_purge = False
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def close(self, timeout: float = 10.0) -> int:
+        """Flush, stop following the route, release the client; returns records still unacknowledged."""
+        left = self.flush(timeout)
+        self._follower.close()
+        with self._lock:
+            self._inner = _Closed()  # type: ignore[assignment]
+        return left
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- switching ------------------------------------------------------------------------
+
+    def _perform(self, current: Route, target: Route, set_state: Callable[[SwitchState], None]) -> None:
+        spec = self._follower.cluster(target.active)
+        set_state(SwitchState.DRAINING)
+        old = self._inner
+        drain_s = self.options.drain_timeout_ms / 1000
+        if self._pending and probe_cluster(self._spec, timeout=min(1.0, drain_s)).ok:
+            old.flush(drain_s)  # planned switch: let the old cluster acknowledge what it has
+        new = self._connect(spec)
+        new.list_topics(timeout=_METADATA_TIMEOUT_S)  # raises if the new cluster does not answer
+        set_state(SwitchState.SWITCHING)
+        with self._lock:
+            self._generation += 1
+            old.purge(in_queue=True, in_flight=True, blocking=False)
+            self._inner, self._spec = new, spec
+            self._partition_counts.clear()
+            replay = {r.slot: r for r in self._window}
+            replay.update(self._pending)
+            for record in sorted(replay.values(), key=lambda r: r.slot):
+                self._send(record, wait_s=_METADATA_TIMEOUT_S)
+            self.resent += len(replay)
+            self.switches += 1
+        old.poll(0)  # callbacks of the old client are ignored (older generation)
+        log.info("producer.switched", client=self.options.client_id, source=current.active, to=target.active,
+                 epoch=target.epoch, resent=len(replay))  # fmt: skip

@@ -1,0 +1,70 @@
+"""What every failover-aware client does with its route: read it, check it, watch it.
+
+:class:`RouteFollower` opens the config center, reads the route and the definition of its
+active cluster (refusing a cluster of the wrong kind), then — once the client has connected —
+watches the route and hands each accepted change to a :class:`~hotstandby.switching.Switcher`
+that runs the client's own switch procedure.
+"""
+
+from __future__ import annotations
+
+from hotstandby.client_options import ClientOptions
+from hotstandby.configcenter import ConfigCenter, RouteChange, RouteWatcher
+from hotstandby.documents import ClusterSpec, Route
+from hotstandby.errors import ConfigError
+from hotstandby.logs import get_logger
+from hotstandby.switching import Perform, Switcher
+
+__all__ = ["RouteFollower"]
+
+log = get_logger("hotstandby.client")
+
+
+class RouteFollower:
+    def __init__(self, options: ClientOptions, kind: str) -> None:
+        self.options = options
+        self.kind = kind
+        self.center = ConfigCenter.open(options.settings)
+        try:
+            self.initial_route: Route = self.center.route(options.route)
+            self.initial_cluster: ClusterSpec = self.cluster(self.initial_route.active)
+        except BaseException:
+            self.center.close()
+            raise
+        self._watcher: RouteWatcher | None = None
+        self.switcher: Switcher | None = None
+
+    def cluster(self, name: str) -> ClusterSpec:
+        """A cluster of this route, checked to be of the client's kind."""
+        spec = self.center.cluster(name)
+        if spec.kind != self.kind:
+            raise ConfigError(
+                f"route {self.options.route!r}: cluster {name!r} is {spec.kind}, this client needs {self.kind}"
+            )
+        return spec
+
+    def start(self, perform: Perform) -> None:
+        """Follow the route from now on: changes run ``perform`` on the switcher's thread."""
+        self.switcher = Switcher(self.options.client_id, self.initial_route, perform)
+        self._watcher = self.center.watch_routes(self._on_change)
+        # A flip between our first read and the watch start is in the watcher's first read.
+        current = self._watcher.current(self.options.route)
+        if current is not None:
+            self.switcher.offer(RouteChange(current, None, self._watcher.revision))
+        log.info("client.started", client=self.options.client_id, route=self.options.route,
+                 cluster=self.initial_route.active, epoch=self.initial_route.epoch)  # fmt: skip
+
+    def _on_change(self, change: RouteChange) -> None:
+        if change.route.name == self.options.route and self.switcher is not None:
+            self.switcher.offer(change)
+
+    @property
+    def route(self) -> Route:
+        return self.switcher.route if self.switcher else self.initial_route
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+        if self.switcher is not None:
+            self.switcher.close()
+        self.center.close()

@@ -1,0 +1,132 @@
+"""The Kafka producer facade across route flips, on the reference cluster."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import uuid
+from typing import Any
+
+import pytest
+
+from hotstandby.adapters.kafka import Producer
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.errors import ConfigError, UnknownRouteError
+from hotstandby.identity import HEADER, RecordId
+from hotstandby.refcluster import RefCluster
+from tests.integration.conftest import etcd_args
+from tests.integration.kafka_helpers import create_topic, read_all
+from tests.integration.kafka_helpers import topics as all_topics
+from tests.support import wait_for
+
+
+def config(rc: RefCluster, namespace: str, **extra: Any) -> dict[str, Any]:
+    _, etcd, _, ns = etcd_args(rc, namespace)
+    return {"hotstandby.route": "orders", "hotstandby.etcd": etcd, "hotstandby.namespace": ns, **extra}
+
+
+def values_on(rc: RefCluster, cluster: str, topics: list[str], partitions: int) -> dict[bytes, set[RecordId]]:
+    """value -> the hs-ids it was stored with, over the given topics of one cluster."""
+    spec = rc.cluster_spec(cluster)
+    found: dict[bytes, set[RecordId]] = {}
+    existing = all_topics(spec)
+    for topic in (t for t in topics if t in existing):  # a remote copy may never have been made
+        for p in range(partitions):
+            for msg in read_all(spec, topic, p):
+                rid = RecordId.decode(dict(msg.headers() or [])[HEADER])
+                assert rid.partition == p, "a record must stay in the partition its hs-id names"
+                found.setdefault(msg.value() or b"", set()).add(rid)
+    return found
+
+
+class Deliveries:
+    """Counts delivery reports per record value (reports carry no headers)."""
+
+    def __init__(self) -> None:
+        self.ok: dict[bytes, int] = {}
+        self.errors: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, err: Any, msg: Any) -> None:
+        with self.lock:
+            if err is not None:
+                self.errors.append(str(err))
+                return
+            self.ok[msg.value()] = self.ok.get(msg.value(), 0) + 1
+
+
+def test_bootstrap_servers_and_unknown_routes_are_refused(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    with pytest.raises(ConfigError, match="must not be set"):
+        Producer({**config(refcluster, namespace), "bootstrap.servers": "127.0.0.1:1"})
+    with pytest.raises(UnknownRouteError):
+        Producer(config(refcluster, namespace, **{"hotstandby.route": "nope"}))
+    with pytest.raises(ConfigError, match="is pulsar"):
+        Producer(config(refcluster, namespace, **{"hotstandby.route": "payments"}))
+
+
+def test_planned_switch_moves_the_producer_and_every_record_arrives_once_reported(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    topic = f"p-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 4)
+    deliveries = Deliveries()
+    producer = Producer(config(refcluster, namespace))
+    try:
+        assert producer.cluster == "kafka-a"
+        for i in range(3000):
+            producer.produce(topic, key=f"k{i}", value=f"v{i}", on_delivery=deliveries)
+            if i == 1500:
+                center.switch("orders", "kafka-b", reason="planned")
+            if i % 100 == 0:
+                producer.poll(0)
+        assert producer.flush(60) == 0
+        wait_for(lambda: producer.cluster == "kafka-b", 30, "the producer to move to kafka-b")
+    finally:
+        producer.close()
+    assert deliveries.errors == []
+    assert len(deliveries.ok) == 3000 and set(deliveries.ok.values()) == {1}, "on_delivery must fire once per record"
+
+    # Everything is on kafka-b: produced there, or replicated from kafka-a.
+    def everything_on_b() -> dict[bytes, set[RecordId]] | None:
+        found = values_on(refcluster, "kafka-b", [topic, f"kafka-a.{topic}"], 4)
+        return found if found.keys() >= deliveries.ok.keys() else None
+
+    on_b = wait_for(everything_on_b, 60, "every record on kafka-b")
+    assert set(on_b) == set(deliveries.ok)
+    # A record sent twice (re-sent in the switch) keeps one identity: consumers can filter the copy.
+    assert all(len(rids) == 1 for rids in on_b.values())
+
+
+def test_primary_killed_records_are_resent_and_replayed_to_the_survivor(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """kafka-a dies with SIGKILL (memory storage: everything on it is gone, replicated or not);
+    after the flip the producer re-sends what was pending and replays its window."""
+    topic = f"k-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 2)
+    deliveries = Deliveries()
+    producer = Producer(config(refcluster, namespace, **{"message.timeout.ms": 120_000}))
+    try:
+        for i in range(2000):
+            producer.produce(topic, value=f"v{i}", on_delivery=deliveries)
+            producer.poll(0)
+            if i == 1000:
+                producer.flush(30)
+                refcluster.kill("kafka-a", signal.SIGKILL)
+                center.switch("orders", "kafka-b", reason="kafka-a lost")
+        assert producer.flush(90) == 0
+        resent = producer.resent
+    finally:
+        producer.close()
+        refcluster.restart("kafka-a")  # empty, as after losing a data centre; later tests need it
+    assert deliveries.errors == []
+    assert len(deliveries.ok) == 2000 and set(deliveries.ok.values()) == {1}
+    on_b = values_on(refcluster, "kafka-b", [topic, f"kafka-a.{topic}"], 2)
+    missing = set(deliveries.ok) - set(on_b)
+    assert not missing, f"{len(missing)} acknowledged records are not on the survivor"
+    assert all(len(rids) == 1 for rids in on_b.values())
+    assert resent >= 1000, "acknowledged records of the replay window must be sent again"
