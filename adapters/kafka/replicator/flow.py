@@ -1,7 +1,7 @@
 """One replication flow: copy records source -> target as MM2's MirrorSourceTask does.
 
 Each round reads a batch from the source, writes it to the remote topics (same partition,
-key, value, headers, timestamp; idempotent producer, so order holds), waits until the target
+key, value, headers, timestamp; one request in flight, so order holds), waits until the target
 acknowledged all of it, then records the progress and queues offset syncs. Any failure
 rewinds the consumer to the last recorded progress and retries after a backoff: records may
 be written twice (at-least-once, as MM2), never skipped.
@@ -21,6 +21,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from hotstandby.adapters.kafka.mm2.codec import OffsetSync
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncEmitter
 from hotstandby.adapters.kafka.replicator.config import FlowConfig
 from hotstandby.adapters.kafka.replicator.kafka_io import (
@@ -42,7 +43,7 @@ log = get_logger("hotstandby.replicator")
 MARKER_HEADER = "hs-replicated-from"
 _BATCH = 500
 _TIMEOUT = 10.0
-_FLUSH_TIMEOUT = 30.0
+_FLUSH_TIMEOUT = 10.0
 _STATUS_EVERY = 1.0
 _MAX_BACKOFF = 5.0
 
@@ -73,13 +74,21 @@ class KafkaFlow:
         self.status.intervals_overridden = config.overridden_intervals()
         self._source_admin = AdminClient({"bootstrap.servers": src.bootstrap})
         self._target_admin = AdminClient({"bootstrap.servers": dst.bootstrap})
-        producer_base = {"enable.idempotence": True, "acks": "all", "linger.ms": 5}
-        self._target = Producer({**producer_base, **dst.producer, "bootstrap.servers": dst.bootstrap})
-        self._syncs_producer = (
-            Producer({**producer_base, **src.producer, "bootstrap.servers": src.bootstrap})
-            if config.offset_syncs_location == "source"
-            else self._target
-        )
+        # One request in flight keeps each partition in order across retries, without the
+        # producer-id state of an idempotent producer, which a broker that restarted empty
+        # rejects (Tansu: UnknownProducerId, then PRODUCER_FENCED). Retried writes may
+        # duplicate records: at-least-once, like MM2. The delivery timeout is short so a
+        # failed batch is retried from the progress soon.
+        self._producer_base = {
+            "acks": "all",
+            "linger.ms": 5,
+            "max.in.flight.requests.per.connection": 1,
+            "message.timeout.ms": 5_000,
+        }
+        self._target = self._new_target_producer()
+        self._syncs_producer = self._new_syncs_producer()
+        self._aux_retry_at: dict[str, float] = {}
+        self._failed_syncs: list[OffsetSync] = []
         self._consumer_config: dict[str, Any] = {
             **src.consumer,
             "bootstrap.servers": src.bootstrap,
@@ -96,6 +105,29 @@ class KafkaFlow:
         self._caught_up_at = time.time()
         self._backoff = 0.0
         self._stop = threading.Event()
+
+    def _new_target_producer(self) -> Producer:
+        dst = self.config.target
+        return Producer({**self._producer_base, **dst.producer, "bootstrap.servers": dst.bootstrap})
+
+    def _new_syncs_producer(self) -> Producer:
+        if self.config.offset_syncs_location == "target":
+            return self._target
+        src = self.config.source
+        return Producer({**self._producer_base, **src.producer, "bootstrap.servers": src.bootstrap})
+
+    def _aux(self, name: str, task: Callable[[], object]) -> None:
+        """Run a side task (offset syncs, heartbeats, checkpoints). Its failure is logged and
+        retried after a backoff, without disturbing record copying."""
+        if time.monotonic() < self._aux_retry_at.get(name, 0.0):
+            return
+        try:
+            task()
+            self._aux_retry_at.pop(name, None)
+        except (ReplicationError, KafkaException) as exc:
+            log.warning("replicator.task_failed", flow=self.config.name, task=name, error=str(exc))
+            self.status.error(f"{name}: {exc}")
+            self._aux_retry_at[name] = time.monotonic() + 1.0
 
     # -- start ----------------------------------------------------------------------------
 
@@ -149,6 +181,16 @@ class KafkaFlow:
             if md.error is None
             and self.policy.should_replicate(name, self.config.target.alias, self.config.topic_filter)
         }
+        gone = [t for t in self.partitions if t not in wanted]
+        if gone:
+            # Deleted on the source, or the source came back empty. A client that knew the old
+            # broker state does not recover on Tansu, so start a fresh one for what remains.
+            for t in gone:
+                del self.partitions[t]
+            self._consumer.close()
+            self._consumer = Consumer(self._consumer_config)
+            self._consumer.assign([self._position((t, p)) for t, n in self.partitions.items() for p in range(n)])
+            log.info("replicator.topics_gone", flow=self.config.name, topics=gone)
         remote = {self.policy.format_remote_topic(self.config.source.alias, t): n for t, n in wanted.items()}
         ensure_topics(self._target_admin, remote)
         new = [self._position((t, p)) for t, n in wanted.items() for p in range(n) if p >= self.partitions.get(t, 0)]
@@ -159,9 +201,15 @@ class KafkaFlow:
             log.info("replicator.assigned", flow=self.config.name, partitions=[(tp.topic, tp.partition) for tp in new])
 
     def _rewind(self) -> None:
-        """Back to the last acknowledged progress of every partition (after a failure)."""
+        """Back to the last acknowledged progress of every partition (after a failure), with a
+        fresh target producer."""
         self._target.purge()
         self._target.flush(0)
+        shared = self._syncs_producer is self._target
+        self._target = self._new_target_producer()
+        self.checkpoints.producer = self.heartbeats.producer = self._target
+        if shared:
+            self._syncs_producer = self._target
         self._consumer.assign([self._position((t, p)) for t, n in self.partitions.items() for p in range(n)])
 
     def _copy(self, batch: list[Message]) -> None:
@@ -184,9 +232,12 @@ class KafkaFlow:
         for msg in batch:
             err = msg.error()
             if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise ReplicationError(f"consume: {err}")
+                # Read-side errors are the client's to retry (or a topic that vanished, dropped at
+                # the next refresh); only a failed write fails the batch.
+                if err.code() != KafkaError._PARTITION_EOF:
+                    log.warning("replicator.consume_error", flow=self.config.name, topic=msg.topic(), error=str(err))
+                    self.status.error(f"consume {msg.topic()}: {err}")
+                continue
             topic, partition, upstream = coordinates(msg)
             tp = (topic, partition)
             headers = list(msg.headers() or [])
@@ -233,20 +284,29 @@ class KafkaFlow:
         self.progress.update(handled)
 
     def _send_offset_syncs(self) -> None:
-        due = self.emitter.take_pending()
-        if not due:
-            return
-        for sync in due:
-            self._syncs_producer.produce(self.checkpoints.syncs_topic, key=sync.key(), value=sync.value(), partition=0)
-        if flush(self._syncs_producer, _TIMEOUT, self._stop) > 0:
-            self.emitter.requeue(due)
-            raise ReplicationError("offset syncs not acknowledged")
-        last = due[-1]
-        self.status.offset_syncs_emitted += len(due)
-        self.status.last_offset_sync = {
-            "topic": last.topic, "partition": last.partition, "upstream_offset": last.upstream_offset,
-            "downstream_offset": last.downstream_offset, "at": time.time(),
-        }  # fmt: skip
+        """Write due syncs without waiting (MM2 does too); failed ones are queued again."""
+        if self._failed_syncs:
+            failed, self._failed_syncs = self._failed_syncs, []
+            self.emitter.requeue(failed)
+            if self._syncs_producer is not self._target:
+                self._syncs_producer = self._new_syncs_producer()  # a fresh client after failures
+            raise ReplicationError(f"{len(failed)} offset syncs were not acknowledged; sending them again")
+        for sync in self.emitter.take_pending():
+
+            def delivered(err: Any, _msg: Message, sync: OffsetSync = sync) -> None:
+                if err is None:
+                    self.status.offset_syncs_emitted += 1
+                    self.status.last_offset_sync = {
+                        "topic": sync.topic, "partition": sync.partition, "upstream_offset": sync.upstream_offset,
+                        "downstream_offset": sync.downstream_offset, "at": time.time(),
+                    }  # fmt: skip
+                    return
+                self._failed_syncs.append(sync)
+
+            self._syncs_producer.produce(
+                self.checkpoints.syncs_topic, key=sync.key(), value=sync.value(), partition=0, on_delivery=delivered
+            )
+        self._syncs_producer.poll(0)
 
     # -- status ---------------------------------------------------------------------------
 
@@ -295,11 +355,11 @@ class KafkaFlow:
                     self._copy(batch)
                 if flush.due():
                     self.emitter.promote_delayed()
-                self._send_offset_syncs()
+                self._aux("offset_syncs", self._send_offset_syncs)
                 if heartbeat.due():
-                    self.heartbeats.emit()
+                    self._aux("heartbeats", self.heartbeats.emit)
                 if checkpoint.due():
-                    self.checkpoints.emit()
+                    self._aux("checkpoints", self.checkpoints.emit)
                 if report.due():
                     self._update_status()
                 self._backoff = 0.0

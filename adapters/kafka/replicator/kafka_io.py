@@ -11,6 +11,10 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 
+from hotstandby.logs import get_logger
+
+log = get_logger("hotstandby.replicator")
+
 __all__ = ["ReplicationError", "coordinates", "ensure_topics", "flush", "read_to_end"]
 
 
@@ -63,7 +67,12 @@ def ensure_topics(
         _result(admin.create_topics(new, operation_timeout=timeout), timeout, (KafkaError.TOPIC_ALREADY_EXISTS,))
     grow = [NewPartitions(t, n) for t, n in wanted.items() if t in existing and existing[t] < n]
     if grow:
-        _result(admin.create_partitions(grow), timeout, (KafkaError.INVALID_PARTITIONS,))
+        try:
+            _result(admin.create_partitions(grow), timeout, (KafkaError.INVALID_PARTITIONS,))
+        except ReplicationError as exc:
+            # Some brokers (Tansu) cannot add partitions. Records for the missing partitions
+            # then fail to copy and are retried, with the error in the flow's status.
+            log.warning("replicator.partitions_not_added", topics=[g.topic for g in grow], error=str(exc))
 
 
 def read_to_end(config: dict[str, Any], topic: str, partition: int = 0, *, timeout: float = 30.0) -> list[Message]:

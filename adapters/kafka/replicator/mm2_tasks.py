@@ -38,6 +38,7 @@ __all__ = ["CheckpointTask", "HeartbeatTask"]
 
 log = get_logger("hotstandby.replicator")
 _TIMEOUT = 10.0
+_CHECKPOINT_FLUSH_S = 2.0  # checkpoints are emitted again at the next interval
 
 
 class CheckpointTask:
@@ -53,7 +54,7 @@ class CheckpointTask:
         self.store = OffsetSyncStore()
         self.tracker = CheckpointTracker(self.policy, config.source.alias, config.target.alias, config.topic_filter)
         self._admin = source_admin
-        self._producer = target_producer
+        self.producer = target_producer
         self._status = status
         syncs_side = config.source if config.offset_syncs_location == "source" else config.target
         self._syncs_consumer_config: dict[str, Any] = {
@@ -61,6 +62,9 @@ class CheckpointTask:
             "bootstrap.servers": syncs_side.bootstrap,
             "group.id": f"__hs-replicator-syncs-{config.name}",
             "enable.auto.commit": False,
+            # If the syncs topic starts again (its cluster came back empty), read it from the
+            # start rather than jumping past every new sync.
+            "auto.offset.reset": "earliest",
         }
         self._syncs_consumer: Consumer | None = None
         self.stop = threading.Event()  # the flow's; set on shutdown
@@ -132,10 +136,10 @@ class CheckpointTask:
                 continue
             offsets = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in result.topic_partitions}
             for cp in self.tracker.checkpoints_for_group(group, offsets, self.store):
-                self._producer.produce(self.checkpoints_topic, key=cp.key(), value=cp.value(), partition=0)
+                self.producer.produce(self.checkpoints_topic, key=cp.key(), value=cp.value(), partition=0)
                 written.append(cp)
         if written:
-            if flush(self._producer, _TIMEOUT, self.stop) > 0:
+            if flush(self.producer, _CHECKPOINT_FLUSH_S, self.stop) > 0:
                 raise ReplicationError(f"checkpoints to {self.checkpoints_topic} not acknowledged")
             self.tracker.remember(written)
             last = written[-1]
@@ -158,14 +162,20 @@ class HeartbeatTask:
 
     def __init__(self, config: FlowConfig, target_producer: Producer, status: FlowStatus) -> None:
         self._config = config
-        self._producer = target_producer
+        self.producer = target_producer
         self._status = status
         self.topic = config.replication_policy.heartbeats_topic
         self.stop = threading.Event()  # the flow's; set on shutdown
 
     def emit(self) -> None:
         hb = Heartbeat(self._config.source.alias, self._config.target.alias, int(time.time() * 1000))
-        self._producer.produce(self.topic, key=hb.key(), value=hb.value(), partition=0)
-        if flush(self._producer, _TIMEOUT, self.stop) > 0:
-            raise ReplicationError("heartbeat not acknowledged")
-        self._status.heartbeats_emitted += 1
+
+        def delivered(err: Any, _msg: Message) -> None:
+            if err is None:
+                self._status.heartbeats_emitted += 1
+            else:
+                log.warning("replicator.heartbeat_failed", flow=self._config.name, error=str(err))
+
+        # Not waited for: a heartbeat that does not arrive is reported, never retried.
+        self.producer.produce(self.topic, key=hb.key(), value=hb.value(), partition=0, on_delivery=delivered)
+        self.producer.poll(0)
