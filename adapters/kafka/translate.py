@@ -1,0 +1,66 @@
+"""Kafka start positions from what MirrorMaker 2 leaves behind, in both directions.
+
+* Forward (``A.T`` on B, the copy of A's ``T``): MM2's rule on the offset syncs — the newest
+  sync at or before the group's offset; equal gives its downstream offset, ahead gives + 1.
+  The same as an MM2 checkpoint, but from the group's freshest position.
+* Reverse (``T`` on B, after the group consumed B's records on A as ``B.T``): the syncs of
+  flow B -> A map B's offsets to ``B.T``'s on A; the newest sync whose downstream offset is at
+  or before the group's position on ``B.T`` gives its upstream offset (+ 1 if the group was
+  past it). Records between the sync and that are read again and filtered; none is skipped.
+  MirrorMaker 2 itself has no such translation (KIP-1098 proposes one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
+from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncStore
+from hotstandby.translation import Proposal
+
+__all__ = ["forward", "from_checkpoints", "reverse"]
+
+
+def forward(store: OffsetSyncStore, topic: str, partition: int, committed: int) -> Proposal | None:
+    """Position on the copy of ``topic`` for a group committed at ``committed`` on the source."""
+    downstream = store.translate(topic, partition, committed)
+    if downstream is None or downstream < 0:
+        return None
+    return Proposal(downstream, "mm2-offset-sync", f"{topic}[{partition}]@{committed} -> {downstream}")
+
+
+def reverse(syncs: Iterable[OffsetSync], topic: str, partition: int, position_on_copy: int) -> Proposal | None:
+    """Position on ``topic`` (the original) for a group at ``position_on_copy`` on its copy.
+
+    ``syncs`` are the flow's offset syncs for ``topic``/``partition`` in the order written.
+    Syncs are read in order and a downstream rewind (the copy was recreated) forgets older ones.
+    """
+    best: OffsetSync | None = None
+    last_downstream = -1
+    for sync in syncs:
+        if sync.topic != topic or sync.partition != partition:
+            continue
+        if sync.downstream_offset < last_downstream:
+            best = None  # the copy was recreated: earlier syncs describe another topic
+        last_downstream = sync.downstream_offset
+        if sync.downstream_offset <= position_on_copy and (
+            best is None or sync.downstream_offset >= best.downstream_offset
+        ):
+            best = sync
+    if best is None:
+        return None
+    upstream = best.upstream_offset + (0 if best.downstream_offset == position_on_copy else 1)
+    return Proposal(upstream, "mm2-reverse-sync", f"copy@{position_on_copy} -> {topic}[{partition}]@{upstream}")
+
+
+def from_checkpoints(checkpoints: Iterable[Checkpoint], group: str, topic: str, partition: int) -> Proposal | None:
+    """The newest MM2 checkpoint of ``group`` for ``topic``/``partition`` (target names)."""
+    found: Checkpoint | None = None
+    for cp in checkpoints:
+        if (cp.group, cp.topic, cp.partition) == (group, topic, partition):
+            found = cp  # the topic is written in order: the last one is the newest
+    if found is None or found.downstream_offset < 0:
+        return None
+    return Proposal(
+        found.downstream_offset, "mm2-checkpoint", f"{group} {topic}[{partition}] upstream {found.upstream_offset}"
+    )
