@@ -146,7 +146,7 @@ class Switcher:
         current = self.route
         started = time.monotonic()
         attempts = 0
-        wait = tenacity.wait_exponential_jitter(initial=0.1, max=self._max_backoff, jitter=0.1)
+        wait = tenacity.wait_exponential_jitter(multiplier=0.1, max=self._max_backoff, jitter=0.1)
         log.info(
             "switch.started",
             client=self.name,
