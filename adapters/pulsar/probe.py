@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import struct
 
+from hotstandby.errors import FormatError
+from hotstandby.identity import read_uvarint, write_uvarint
 from hotstandby.probe import ProtocolError, request_frame
 
 __all__ = ["probe"]
@@ -17,54 +19,34 @@ _CONNECT, _CONNECTED, _ERROR = 2, 3, 14
 _PROTOCOL_VERSION = 21
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def _fields(buf: bytes) -> dict[int, int | bytes]:
     """Decode the varint and length-delimited fields of one protobuf message (last wins)."""
     out: dict[int, int | bytes] = {}
     pos = 0
-
-    def read_varint() -> int:
-        nonlocal pos
-        value = shift = 0
-        while True:
-            if pos >= len(buf):
-                raise ProtocolError("truncated protobuf varint")
-            byte = buf[pos]
-            pos += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
-
-    while pos < len(buf):
-        tag = read_varint()
-        field, wire = tag >> 3, tag & 7
-        if wire == 0:
-            out[field] = read_varint()
-        elif wire == 2:
-            size = read_varint()
-            out[field] = buf[pos : pos + size]
-            pos += size
-        elif wire in (1, 5):
-            pos += 8 if wire == 1 else 4
-        else:
-            raise ProtocolError(f"unexpected protobuf wire type {wire}")
+    try:
+        while pos < len(buf):
+            tag, pos = read_uvarint(buf, pos, "protobuf tag")
+            field, wire = tag >> 3, tag & 7
+            if wire == 0:
+                out[field], pos = read_uvarint(buf, pos, "protobuf varint")
+            elif wire == 2:
+                size, pos = read_uvarint(buf, pos, "protobuf length")
+                out[field] = buf[pos : pos + size]
+                pos += size
+            elif wire in (1, 5):
+                pos += 8 if wire == 1 else 4
+            else:
+                raise ProtocolError(f"unexpected protobuf wire type {wire}")
+    except FormatError as exc:
+        raise ProtocolError(str(exc)) from None
     return out
 
 
 def probe(host: str, port: int, timeout: float) -> str:
     """Raise OSError/ProtocolError unless the broker answers CONNECTED; returns its version."""
     version = b"hotstandby-probe"
-    connect = b"\x0a" + _varint(len(version)) + version + b"\x20" + _varint(_PROTOCOL_VERSION)
-    command = b"\x08" + _varint(_CONNECT) + b"\x12" + _varint(len(connect)) + connect
+    connect = b"\x0a" + write_uvarint(len(version)) + version + b"\x20" + write_uvarint(_PROTOCOL_VERSION)
+    command = b"\x08" + write_uvarint(_CONNECT) + b"\x12" + write_uvarint(len(connect)) + connect
     frame = struct.pack(">ii", len(command) + 4, len(command)) + command
     reply = request_frame(host, port, frame, timeout)
     (size,) = struct.unpack(">i", reply[:4])
