@@ -13,6 +13,7 @@ from hotstandby.configcenter import ConfigCenter, RouteChange, RouteWatcher
 from hotstandby.documents import ClusterSpec, Route
 from hotstandby.errors import ConfigError
 from hotstandby.logs import get_logger
+from hotstandby.presence import Presence
 from hotstandby.switching import Perform, Switcher
 
 __all__ = ["RouteFollower"]
@@ -21,9 +22,10 @@ log = get_logger("hotstandby.client")
 
 
 class RouteFollower:
-    def __init__(self, options: ClientOptions, kind: str) -> None:
+    def __init__(self, options: ClientOptions, kind: str, *, role: str = "client") -> None:
         self.options = options
         self.kind = kind
+        self.role = role
         self.center = ConfigCenter.open(options.settings)
         try:
             self.initial_route: Route = self.center.route(options.route)
@@ -33,6 +35,7 @@ class RouteFollower:
             raise
         self._watcher: RouteWatcher | None = None
         self.switcher: Switcher | None = None
+        self.presence: Presence | None = None
 
     def cluster(self, name: str) -> ClusterSpec:
         """A cluster of this route, checked to be of the client's kind."""
@@ -46,6 +49,9 @@ class RouteFollower:
     def start(self, perform: Perform) -> None:
         """Follow the route from now on: changes run ``perform`` on the switcher's thread."""
         self.switcher = Switcher(self.options.client_id, self.initial_route, perform)
+        self.presence = Presence(self.center, self.options.route, self.options.client_id, self.role)
+        self.switcher.listen(self._publish)
+        self._publish()
         self._watcher = self.center.watch_routes(self._on_change)
         # A flip between our first read and the watch start is in the watcher's first read.
         current = self._watcher.current(self.options.route)
@@ -53,6 +59,18 @@ class RouteFollower:
             self.switcher.offer(RouteChange(current, None, self._watcher.revision))
         log.info("client.started", client=self.options.client_id, route=self.options.route,
                  cluster=self.initial_route.active, epoch=self.initial_route.epoch)  # fmt: skip
+
+    def _publish(self) -> None:
+        assert self.switcher is not None and self.presence is not None
+        last = self.switcher.history[-1] if self.switcher.history else None
+        route = self.switcher.route
+        self.presence.publish(
+            cluster=route.active,
+            epoch=route.epoch,
+            state=self.switcher.state.value,
+            switches=len(self.switcher.history),
+            last_switch_ms=round(last.duration_s * 1000, 1) if last else None,
+        )
 
     def _on_change(self, change: RouteChange) -> None:
         if change.route.name == self.options.route and self.switcher is not None:
@@ -67,4 +85,6 @@ class RouteFollower:
             self._watcher.stop()
         if self.switcher is not None:
             self.switcher.close()
+        if self.presence is not None:
+            self.presence.close()
         self.center.close()

@@ -69,6 +69,7 @@ class Switcher:
         self._stopped = threading.Event()
         self.history: list[SwitchRecord] = []
         self.failures = 0
+        self._listeners: list[Callable[[], None]] = []
         self._thread = threading.Thread(target=self._run, name=f"hotstandby-switch-{name}", daemon=True)
         self._thread.start()
 
@@ -83,10 +84,22 @@ class Switcher:
         with self._lock:
             return self._state
 
+    def listen(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (on the switcher's thread) after each change of state or route."""
+        self._listeners.append(callback)
+
+    def _changed(self) -> None:
+        for callback in self._listeners:
+            try:
+                callback()
+            except Exception as exc:  # a listener must not break switching
+                log.warning("switch.listener_failed", client=self.name, error=repr(exc))
+
     def _set_state(self, state: SwitchState) -> None:
         with self._lock:
             self._state = state
             self._lock.notify_all()
+        self._changed()
 
     def offer(self, change: RouteChange) -> None:
         """A route change from the watcher; returns at once."""
@@ -135,6 +148,7 @@ class Switcher:
                 if target.active == self.route.active:
                     with self._lock:
                         self._route = target  # same cluster, newer epoch: nothing to move
+                    self._changed()
                 else:
                     self._switch(target)
             finally:
@@ -178,6 +192,7 @@ class Switcher:
                 self._state = SwitchState.ACTIVE
                 self.history.append(SwitchRecord(current.active, target.active, target.epoch, duration, attempts))
                 self._lock.notify_all()
+            self._changed()
             log.info("switch.completed", client=self.name, source=current.active, to=target.active,
                      epoch=target.epoch, duration_ms=round(duration * 1000, 1), attempts=attempts)  # fmt: skip
             return

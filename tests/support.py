@@ -110,8 +110,17 @@ class GatedStore(KVStore):
     def get_prefix(self, prefix: str) -> tuple[list[KeyValue], int]:
         return self.inner.get_prefix(prefix)
 
-    def put(self, key: str, value: bytes) -> int:
-        return self.inner.put(key, value)
+    def put(self, key: str, value: bytes, *, lease: int = 0) -> int:
+        return self.inner.put(key, value, lease=lease)
+
+    def grant_lease(self, ttl_s: int) -> int:
+        return self.inner.grant_lease(ttl_s)
+
+    def refresh_lease(self, lease_id: int) -> bool:
+        return self.inner.refresh_lease(lease_id)
+
+    def revoke_lease(self, lease_id: int) -> None:
+        self.inner.revoke_lease(lease_id)
 
     def put_if_revision(self, key: str, value: bytes, mod_revision: int) -> bool:
         return self.inner.put_if_revision(key, value, mod_revision)

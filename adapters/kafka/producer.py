@@ -92,7 +92,7 @@ class Producer:
         self.options, self._raw_config = ClientOptions.split(config, role="producer")
         self._raw_kwargs = kwargs
         self._max_pending = int(self._raw_config.get("queue.buffering.max.messages", _DEFAULT_MAX_PENDING))
-        self._follower = RouteFollower(self.options, "kafka")
+        self._follower = RouteFollower(self.options, "kafka", role="producer")
         self._lock = threading.RLock()
         self._session = new_session()
         self._sequences: dict[tuple[str, int], int] = {}

@@ -9,6 +9,8 @@ from typing import Any
 from hotstandby.cli.output import emit, table
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.documents import KINDS, ClusterSpec
+from hotstandby.errors import UnknownRouteError
+from hotstandby.presence import list_clients
 from hotstandby.probe import ProbeResult, probe_cluster
 from hotstandby.settings import Settings
 
@@ -109,6 +111,10 @@ def status(args: argparse.Namespace) -> int:
     settings = Settings.resolve(etcd=args.etcd, namespace=args.namespace)
     with ConfigCenter.open(settings) as center:
         snap = center.snapshot()
+        if args.route and args.route not in snap.routes:
+            raise UnknownRouteError(f"unknown route {args.route!r}; known: {', '.join(sorted(snap.routes)) or 'none'}")
+        clients = list_clients(center, args.route) if args.route else []
+    routes = {args.route: snap.routes[args.route]} if args.route else snap.routes
     specs = list(snap.clusters.values())
     with ThreadPoolExecutor(max_workers=max(len(specs), 1)) as pool:
         probes: list[ProbeResult] = list(pool.map(lambda s: probe_cluster(s, timeout=args.timeout), specs))
@@ -122,7 +128,7 @@ def status(args: argparse.Namespace) -> int:
         "etcd": [str(e) for e in settings.etcd],
         "namespace": settings.namespace,
         "revision": snap.revision,
-        "routes": [_route_dict(r) for r in snap.routes.values()],
+        "routes": [_route_dict(r) for r in routes.values()],
         "clusters": [
             {
                 "name": s.name,
@@ -136,6 +142,14 @@ def status(args: argparse.Namespace) -> int:
         ],
         "problems": [str(p) for p in snap.problems],
     }
+    if args.route:
+        route = routes[args.route]
+        specs = [c for c in specs if c.name in route.clusters]
+        data["clusters"] = [c for c in data["clusters"] if c["name"] in route.clusters]
+        data["clients"] = sorted(clients, key=lambda c: (c.get("cluster", ""), c.get("client", "")))
+        data["clients_per_cluster"] = {
+            name: sum(1 for c in clients if c.get("cluster") == name) for name in route.clusters
+        }
     human = (
         f"etcd {','.join(data['etcd'])}  namespace {settings.namespace}  revision {snap.revision}\n\n"
         + table(
@@ -151,6 +165,16 @@ def status(args: argparse.Namespace) -> int:
             ],
         )
     )
+    if args.route:
+        counts = ", ".join(f"{n} on {name}" for name, n in data["clients_per_cluster"].items())
+        human += f"\n\nclients of {args.route}: {counts}\n" + table(
+            ("CLIENT", "ROLE", "CLUSTER", "EPOCH", "STATE", "SWITCHES", "LAST_SWITCH_MS", "HOST", "PID"),
+            [
+                (c.get("client"), c.get("role"), c.get("cluster"), c.get("epoch"), c.get("state"),
+                 c.get("switches"), c.get("last_switch_ms"), c.get("host"), c.get("pid"))
+                for c in data["clients"]
+            ],
+        )  # fmt: skip
     if data["problems"]:
         human += "\n\ninvalid:\n" + "\n".join(f"  {p}" for p in data["problems"])
     emit(args.json, data, human)
@@ -187,6 +211,7 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     p.add_argument("--reason", help="why (stored with the route)")
     p.set_defaults(func=switch)
 
-    p = sub.add_parser("status", parents=[common], help="routes and whether each cluster answers")
+    p = sub.add_parser("status", parents=[common], help="routes, whether each cluster answers, a route's clients")
+    p.add_argument("route", nargs="?", help="show only this route, with its clients per cluster")
     p.add_argument("--timeout", type=float, default=2.0, help="probe timeout per broker, seconds")
     p.set_defaults(func=status)

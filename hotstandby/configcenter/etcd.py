@@ -156,9 +156,9 @@ class EtcdStore(KVStore):
         kvs = [KeyValue(kv.key.decode(), bytes(kv.value), kv.mod_revision) for kv in resp.kvs]
         return kvs, resp.header.revision
 
-    def put(self, key: str, value: bytes) -> int:
+    def put(self, key: str, value: bytes, *, lease: int = 0) -> int:
         with _mapped():
-            resp = self._client.put(key, value)
+            resp = self._client.put(key, value, lease=lease or None)
         return int(resp.header.revision)
 
     def put_if_revision(self, key: str, value: bytes, mod_revision: int) -> bool:
@@ -175,6 +175,23 @@ class EtcdStore(KVStore):
 
     def watch_prefix(self, prefix: str, start_revision: int) -> WatchStream:
         return _EtcdWatch(self._client, prefix, start_revision)
+
+    def grant_lease(self, ttl_s: int) -> int:
+        with _mapped():
+            return int(self._client.lease(ttl_s).id)
+
+    def refresh_lease(self, lease_id: int) -> bool:
+        with _mapped():
+            responses = list(self._client.refresh_lease(lease_id))
+        return bool(responses) and responses[-1].TTL > 0
+
+    def revoke_lease(self, lease_id: int) -> None:
+        with _mapped():
+            try:
+                self._client.revoke_lease(lease_id)
+            except grpc.RpcError as exc:
+                if exc.code() != grpc.StatusCode.NOT_FOUND:  # already gone: nothing to revoke
+                    raise
 
     def compact(self, revision: int) -> None:
         with _mapped():

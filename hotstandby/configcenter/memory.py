@@ -7,8 +7,10 @@ Besides the store operations it can simulate what etcd does to clients: a broken
 from __future__ import annotations
 
 import bisect
+import itertools
 import queue
 import threading
+import time
 
 from hotstandby.configcenter.store import Event, KeyValue, KVStore, WatchStream
 from hotstandby.errors import ConfigCenterUnavailable, RevisionCompacted
@@ -56,6 +58,8 @@ class MemoryStore(KVStore):
         self._compacted = 0
         self._watches: list[_MemoryWatch] = []
         self._connected = True
+        self._leases: dict[int, tuple[float, float, set[str]]] = {}  # id -> (ttl, expires, keys)
+        self._lease_ids = itertools.count(1)
 
     # -- fault injection -------------------------------------------------------------------
 
@@ -72,8 +76,20 @@ class MemoryStore(KVStore):
             self._connected = True
 
     def _check(self) -> None:
+        # Caller holds the lock. Expired leases take their keys with them, as in etcd.
         if not self._connected:
             raise ConfigCenterUnavailable("memory store: disconnected")
+        now = time.monotonic()
+        for lease_id in [i for i, (_, expires, _) in self._leases.items() if expires <= now]:
+            self._drop_lease(lease_id)
+
+    def _drop_lease(self, lease_id: int) -> None:
+        _, _, keys = self._leases.pop(lease_id)
+        for key in sorted(keys):
+            if key in self._data:
+                del self._data[key]
+                self._revision += 1
+                self._commit(Event("delete", key, b"", self._revision))
 
     # -- KVStore ---------------------------------------------------------------------------
 
@@ -95,9 +111,15 @@ class MemoryStore(KVStore):
             if event.key.startswith(w.prefix):
                 w.push([event])
 
-    def put(self, key: str, value: bytes) -> int:
+    def put(self, key: str, value: bytes, *, lease: int = 0) -> int:
         with self._lock:
             self._check()
+            for _, _, keys in self._leases.values():
+                keys.discard(key)
+            if lease:
+                if lease not in self._leases:
+                    raise ConfigCenterUnavailable(f"memory store: lease {lease} not found")
+                self._leases[lease][2].add(key)
             self._revision += 1
             self._data[key] = KeyValue(key, bytes(value), self._revision)
             self._commit(Event("put", key, bytes(value), self._revision))
@@ -143,6 +165,28 @@ class MemoryStore(KVStore):
         with self._lock:
             if watch in self._watches:
                 self._watches.remove(watch)
+
+    def grant_lease(self, ttl_s: int) -> int:
+        with self._lock:
+            self._check()
+            lease_id = next(self._lease_ids)
+            self._leases[lease_id] = (float(ttl_s), time.monotonic() + ttl_s, set())
+            return lease_id
+
+    def refresh_lease(self, lease_id: int) -> bool:
+        with self._lock:
+            self._check()
+            if lease_id not in self._leases:
+                return False
+            ttl, _, keys = self._leases[lease_id]
+            self._leases[lease_id] = (ttl, time.monotonic() + ttl, keys)
+            return True
+
+    def revoke_lease(self, lease_id: int) -> None:
+        with self._lock:
+            self._check()
+            if lease_id in self._leases:
+                self._drop_lease(lease_id)
 
     def compact(self, revision: int) -> None:
         with self._lock:

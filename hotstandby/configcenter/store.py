@@ -68,8 +68,8 @@ class KVStore(abc.ABC):
         """All keys under ``prefix`` sorted by key, and the store revision of that read."""
 
     @abc.abstractmethod
-    def put(self, key: str, value: bytes) -> int:
-        """Write unconditionally; returns the new revision."""
+    def put(self, key: str, value: bytes, *, lease: int = 0) -> int:
+        """Write unconditionally (attached to ``lease`` if not 0); returns the new revision."""
 
     @abc.abstractmethod
     def put_if_revision(self, key: str, value: bytes, mod_revision: int) -> bool:
@@ -82,6 +82,18 @@ class KVStore(abc.ABC):
     @abc.abstractmethod
     def watch_prefix(self, prefix: str, start_revision: int) -> WatchStream:
         """Watch every change under ``prefix`` from ``start_revision`` on (inclusive)."""
+
+    @abc.abstractmethod
+    def grant_lease(self, ttl_s: int) -> int:
+        """A lease of ``ttl_s`` seconds; keys put with it vanish when it expires or is revoked."""
+
+    @abc.abstractmethod
+    def refresh_lease(self, lease_id: int) -> bool:
+        """Keep the lease alive for another TTL; False if it already expired."""
+
+    @abc.abstractmethod
+    def revoke_lease(self, lease_id: int) -> None:
+        """End the lease now, deleting its keys. Unknown leases are ignored."""
 
     @abc.abstractmethod
     def compact(self, revision: int) -> None:

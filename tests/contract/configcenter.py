@@ -107,6 +107,22 @@ class ConfigCenterContract:
         with pytest.raises(RevisionCompacted):
             store.watch_prefix(f"{namespace}/c/", old).get(timeout=5)
 
+    def test_leased_keys_vanish_when_the_lease_is_revoked(self, store: KVStore, namespace: str) -> None:
+        lease = store.grant_lease(30)
+        store.put(f"{namespace}/l/a", b"1", lease=lease)
+        store.put(f"{namespace}/l/b", b"2")
+        assert store.refresh_lease(lease)
+        store.revoke_lease(lease)
+        assert store.get(f"{namespace}/l/a") is None and store.get(f"{namespace}/l/b") is not None
+        assert not store.refresh_lease(lease)
+        store.revoke_lease(lease)  # again: harmless
+
+    def test_leased_keys_vanish_when_the_lease_expires(self, store: KVStore, namespace: str) -> None:
+        lease = store.grant_lease(2)
+        store.put(f"{namespace}/e/a", b"1", lease=lease)
+        wait_for(lambda: store.get(f"{namespace}/e/a") is None, 15, "the lease to expire")
+        assert not store.refresh_lease(lease)
+
     # -- documents -------------------------------------------------------------------------
 
     def test_cluster_roundtrip_and_no_silent_overwrite(self, center: ConfigCenter) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import uuid
@@ -130,3 +131,41 @@ def test_primary_killed_records_are_resent_and_replayed_to_the_survivor(
     assert not missing, f"{len(missing)} acknowledged records are not on the survivor"
     assert all(len(rids) == 1 for rids in on_b.values())
     assert resent >= 1000, "acknowledged records of the replay window must be sent again"
+
+
+def test_presence_shows_the_producer_on_its_cluster_and_vanishes_on_close(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hotstandby.cli import main as cli_main
+    from hotstandby.logs import configure
+
+    configure("warning")  # background threads' log lines go to stderr, not into the JSON on stdout
+
+    def status() -> dict[str, Any]:
+        capsys.readouterr()
+        assert cli_main(["status", "orders", "--json", *etcd_args(refcluster, namespace)]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    topic = f"pr-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 1)
+    producer = Producer(config(refcluster, namespace, **{"hotstandby.client.id": "billing-1"}))
+    try:
+        first = status()
+        assert first["clients_per_cluster"] == {"kafka-a": 1, "kafka-b": 0}
+        [client] = first["clients"]
+        assert (client["client"], client["role"], client["epoch"], client["state"]) == (
+            "billing-1",
+            "producer",
+            1,
+            "active",
+        )
+        center.switch("orders", "kafka-b")
+        wait_for(
+            lambda: status()["clients_per_cluster"] == {"kafka-a": 0, "kafka-b": 1}, 30, "presence to follow the switch"
+        )
+        [moved] = status()["clients"]
+        assert moved["epoch"] == 2 and moved["switches"] == 1 and moved["last_switch_ms"] is not None
+    finally:
+        producer.close()
+    assert status()["clients"] == [], "a closed client revokes its lease"

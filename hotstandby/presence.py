@@ -1,0 +1,94 @@
+"""Client presence: ``<ns>/clients/<route>/<client-id>`` under an etcd lease.
+
+Each failover-aware client publishes where it is — role, cluster, route epoch, switch state,
+duration of its last switch — in a key attached to a lease it keeps alive. A client that dies
+stops refreshing, and etcd deletes the key after the TTL. ``hotstandby status ROUTE`` counts
+clients per cluster from these keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from typing import Any
+
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.errors import ConfigCenterError
+from hotstandby.logs import get_logger
+
+__all__ = ["Presence", "list_clients"]
+
+log = get_logger("hotstandby.presence")
+
+
+class Presence:
+    def __init__(self, center: ConfigCenter, route: str, client_id: str, role: str, *, ttl_s: int = 10) -> None:
+        self._center = center
+        self._key = center.keys.client(route, client_id)
+        self._ttl_s = ttl_s
+        self._doc: dict[str, Any] = {
+            "client": client_id,
+            "role": role,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "since": time.time(),
+        }
+        self._lease = 0
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"hotstandby-presence-{client_id}", daemon=True)
+
+    def publish(self, **fields: Any) -> None:
+        """Update what is published (cluster, epoch, state, last_switch_ms, ...) and write it."""
+        with self._lock:
+            self._doc.update(fields, updated=time.time())
+            try:
+                self._write()
+            except ConfigCenterError as exc:  # the keep-alive thread writes it again later
+                log.warning("presence.write_failed", key=self._key, error=str(exc))
+        if not self._thread.is_alive() and not self._stopped.is_set():
+            self._thread.start()
+
+    def _write(self) -> None:
+        # Caller holds the lock.
+        if not self._lease:
+            self._lease = self._center.store.grant_lease(self._ttl_s)
+        self._center.store.put(self._key, json.dumps(self._doc).encode(), lease=self._lease)
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._ttl_s / 3):
+            with self._lock:
+                try:
+                    if not self._lease or not self._center.store.refresh_lease(self._lease):
+                        self._lease = 0  # expired (e.g. etcd was down for longer than the TTL)
+                        self._write()
+                except ConfigCenterError as exc:
+                    log.warning("presence.refresh_failed", key=self._key, error=str(exc))
+
+    def close(self) -> None:
+        self._stopped.set()
+        if self._thread.is_alive():
+            self._thread.join(self._ttl_s)
+        with self._lock:
+            if self._lease:
+                try:
+                    self._center.store.revoke_lease(self._lease)
+                except ConfigCenterError as exc:
+                    log.warning("presence.revoke_failed", key=self._key, error=str(exc))
+                self._lease = 0
+
+
+def list_clients(center: ConfigCenter, route: str) -> list[dict[str, Any]]:
+    """The presence documents of a route's live clients."""
+    prefix = center.keys.client(route, "")
+    kvs, _ = center.store.get_prefix(prefix)
+    out = []
+    for kv in kvs:
+        try:
+            out.append(json.loads(kv.value))
+        except ValueError:
+            log.warning("presence.malformed", key=kv.key)
+    return out
