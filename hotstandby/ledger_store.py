@@ -45,6 +45,19 @@ class LedgerStore:
             return LedgerDocument(PartitionLedger())
         return LedgerDocument.from_json(kv.value, kv.key)
 
+    def claim(self, group: str, topic: str, partition: int, *, owner: str) -> LedgerDocument:
+        """Take a partition's ledger over: store it under the next generation and return it.
+        Writes by earlier owners (lower generations) are refused from then on."""
+        key = self.key(group, topic, partition)
+        for _ in range(_CAS_ATTEMPTS):
+            kv = self._center.store.get(key)
+            stored = LedgerDocument.from_json(kv.value, key) if kv else LedgerDocument(PartitionLedger())
+            doc = LedgerDocument(stored.ledger, generation=stored.generation + 1, owner=owner, updated_at_ms=_now_ms())
+            if self._center.store.put_if_revision(key, doc.to_json().encode(), kv.mod_revision if kv else 0):
+                log.info("ledger.claimed", key=key, generation=doc.generation, owner=owner, records=len(doc.ledger))
+                return doc
+        raise ConcurrentUpdateError(f"{key}: changed {_CAS_ATTEMPTS} times while claiming; try again")
+
     def save(
         self, group: str, topic: str, partition: int, ledger: PartitionLedger, *, generation: int, owner: str
     ) -> LedgerDocument:

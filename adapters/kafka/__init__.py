@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["Producer"]
+__all__ = ["Consumer", "Producer"]
 
-_LAZY = {"Producer": "producer"}
+_LAZY = {"Consumer": "consumer", "Producer": "producer"}
 
 
 def __getattr__(name: str) -> Any:

@@ -91,3 +91,14 @@ def test_old_sessions_are_dropped_when_saving() -> None:
 def test_missing_ledger_loads_empty(store: LedgerStore) -> None:
     doc = store.load("g", "persistent://public/default/x", 3)
     assert doc.generation == -1 and len(doc.ledger) == 0
+
+
+def test_claiming_fences_the_previous_owner(store: LedgerStore) -> None:
+    ledger = PartitionLedger()
+    ledger.ack(rid(S1, 0), now_ms=NOW)
+    first = store.claim("g", "t", 0, owner="c1")
+    store.save("g", "t", 0, ledger, generation=first.generation, owner="c1")
+    second = store.claim("g", "t", 0, owner="c2")
+    assert second.generation == first.generation + 1 and rid(S1, 0) in second.ledger
+    with pytest.raises(FencedError):
+        store.save("g", "t", 0, ledger, generation=first.generation, owner="c1")

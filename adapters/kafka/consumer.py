@@ -1,0 +1,354 @@
+"""``hotstandby.adapters.kafka.Consumer``: confluent_kafka.Consumer that follows a route and
+never hands a record over twice.
+
+* ``subscribe(["orders"])`` reads, on the active cluster, ``orders`` and every remote copy of it
+  there (``kafka-b.orders`` on kafka-a under MM2's default policy), so records produced on any
+  cluster of the route are consumed. Messages report the logical topic (``orders``).
+* Each record's ``hs-id`` is checked against the group's ack ledger: a record acknowledged
+  before — on any cluster, before a restart or a switch — is skipped (and counted).
+* Acknowledging is committing: ``commit`` first adds the committed records' identities to the
+  ledger and stores it in the config center, then commits on the broker. With
+  ``enable.auto.commit`` (the default), records returned by ``poll`` count as processed at the
+  next ``poll`` and are committed every ``auto.commit.interval.ms``, as with confluent_kafka.
+* A partition's ledger is claimed when the partition is assigned: a higher generation fences
+  the previous owner's writes.
+* On a switch the consumer stores its ledgers, leaves the old cluster and subscribes on the new
+  one, resuming from the group's committed offsets there or else from the beginning — never
+  after an unprocessed record; whatever is read again is filtered.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from confluent_kafka import Consumer as RawConsumer
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+
+from hotstandby.client_options import ClientOptions
+from hotstandby.documents import ClusterSpec, Link, Route
+from hotstandby.errors import FencedError, FormatError
+from hotstandby.follower import RouteFollower
+from hotstandby.identity import HEADER, RecordId
+from hotstandby.ledger import PartitionLedger
+from hotstandby.ledger_store import LedgerStore
+from hotstandby.logs import get_logger
+from hotstandby.switching import SwitchState
+
+__all__ = ["Consumer"]
+
+log = get_logger("hotstandby.kafka.consumer")
+
+Rebalance = Callable[[Any, list[TopicPartition]], None]
+Slot = tuple[str, int]  # (physical topic, partition)
+
+
+class _Message(Message):
+    """A message under its logical topic name, remembering the physical topic it came from."""
+
+    physical_topic: str
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Consumer:
+    """Drop-in replacement for :class:`confluent_kafka.Consumer` (see the module doc)."""
+
+    def __init__(self, config: dict[str, Any], **kwargs: Any) -> None:
+        self.options, raw = ClientOptions.split(config, role="consumer")
+        if "group.id" not in raw:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "group.id must be set"))
+        self.group = str(raw["group.id"])
+        self._auto_commit = str(raw.get("enable.auto.commit", True)).lower() in ("true", "1")
+        self._auto_store = str(raw.get("enable.auto.offset.store", True)).lower() in ("true", "1")
+        self._auto_interval_s = int(raw.get("auto.commit.interval.ms", 5000)) / 1000
+        # We commit ourselves, so the ledger is always stored before the broker's offsets.
+        self._raw_config = {**raw, "enable.auto.commit": False, "enable.auto.offset.store": False}
+        self._raw_kwargs = kwargs
+        self._follower = RouteFollower(self.options, "kafka", role="consumer")
+        self._ledgers_store = LedgerStore(self._follower.center)
+        self._lock = threading.RLock()
+        self._topics: list[str] = []
+        self._on_assign: Rebalance | None = None
+        self._on_revoke: Rebalance | None = None
+        self._logical: dict[str, str] = {}  # physical topic -> logical topic
+        self._ledgers: dict[tuple[str, int], PartitionLedger] = {}  # (logical topic, partition)
+        self._generations: dict[tuple[str, int], int] = {}
+        self._delivered: dict[Slot, deque[tuple[int, RecordId | None]]] = {}
+        self._processed: dict[Slot, int] = {}  # next offset to commit, per physical partition
+        self._last_returned: _Message | None = None
+        self._last_auto_commit = time.monotonic()
+        self.filtered = 0
+        self.switches = 0
+        try:
+            self._spec = self._follower.initial_cluster
+            self._inner = self._connect(self._spec)
+            self._follower.start(self._perform)
+        except BaseException:
+            self._follower.close()
+            raise
+
+    # -- connections and topics -----------------------------------------------------------
+
+    def _connect(self, spec: ClusterSpec) -> RawConsumer:
+        config = {"auto.offset.reset": "earliest", **spec.client_config("consumer"), **self._raw_config}
+        return RawConsumer({**config, "bootstrap.servers": spec.url}, **self._raw_kwargs)
+
+    @property
+    def cluster(self) -> str:
+        return self._spec.name
+
+    @property
+    def route(self) -> Route:
+        return self._follower.route
+
+    def _physical_topics(self, cluster: str) -> dict[str, str]:
+        """physical topic on ``cluster`` -> logical topic: each topic and its remote copies there."""
+        route = self._follower.route
+        links = self._follower.center.links()
+        out: dict[str, str] = {}
+        for topic in self._topics:
+            out[topic] = topic
+            for other in route.clusters:
+                link: Link | None = links.get((other, cluster))
+                if other != cluster and link is not None and link.policy == "prefix":
+                    out[f"{other}{link.separator}{topic}"] = topic
+        return out
+
+    def subscribe(
+        self, topics: Sequence[str], on_assign: Rebalance | None = None, on_revoke: Rebalance | None = None
+    ) -> None:
+        with self._lock:
+            self._topics = list(topics)
+            self._on_assign, self._on_revoke = on_assign, on_revoke
+            self._subscribe_inner()
+
+    def _subscribe_inner(self) -> None:
+        self._logical = self._physical_topics(self._spec.name)
+        self._inner.subscribe(sorted(self._logical), on_assign=self._assigned, on_revoke=self._revoked)
+
+    def _logical_partitions(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        seen = {(self._logical.get(tp.topic, tp.topic), tp.partition) for tp in partitions}
+        return [TopicPartition(t, p) for t, p in sorted(seen)]
+
+    def _assigned(self, inner: Any, partitions: list[TopicPartition]) -> None:
+        for topic, partition in {(self._logical.get(tp.topic, tp.topic), tp.partition) for tp in partitions}:
+            doc = self._ledgers_store.claim(self.group, topic, partition, owner=self.options.client_id)
+            ledger = self._ledgers.setdefault((topic, partition), PartitionLedger())
+            ledger.merge(doc.ledger)
+            self._generations[(topic, partition)] = doc.generation
+        if self._on_assign:
+            self._on_assign(self, self._logical_partitions(partitions))
+
+    def _revoked(self, inner: Any, partitions: list[TopicPartition]) -> None:
+        try:
+            self._commit_processed()  # what was processed on these partitions is kept
+        except KafkaException as exc:  # the ledger is stored already; the broker may be gone
+            log.warning("consumer.commit_on_revoke_failed", error=str(exc))
+        if self._on_revoke:
+            self._on_revoke(self, self._logical_partitions(partitions))
+        for tp in partitions:
+            self._delivered.pop((tp.topic, tp.partition), None)
+            self._processed.pop((tp.topic, tp.partition), None)
+
+    # -- consuming ------------------------------------------------------------------------
+
+    def _slices(self, timeout: float | None) -> Iterator[float]:
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while True:
+            left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+            yield max(left, 0.0)
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+
+    def poll(self, timeout: float | None = -1) -> Message | None:
+        """The next record not acknowledged before (or an error event), as confluent_kafka does."""
+        with self._lock:
+            self._mark_returned_processed()
+            self._maybe_auto_commit()
+        for wait in self._slices(timeout):
+            with self._lock:
+                msg = self._inner.poll(wait)
+                if msg is None:
+                    continue
+                out = self._accept(msg)
+                if out is not None:
+                    self._last_returned = out if out.error() is None else None
+                    return out
+        return None
+
+    def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
+        out: list[Message] = []
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while len(out) < num_messages:
+            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            msg = self.poll(left if out == [] else 0.0)
+            if msg is None:
+                break
+            out.append(msg)
+        return out
+
+    def _accept(self, msg: Message) -> _Message | None:
+        """Filter a record already acknowledged; otherwise wrap it under its logical topic."""
+        if msg.error() is not None:
+            return msg  # type: ignore[return-value]
+        physical, partition, offset = msg.topic() or "", msg.partition() or 0, msg.offset() or 0
+        logical = self._logical.get(physical, physical)
+        raw = dict(msg.headers() or []).get(HEADER)
+        rid: RecordId | None = None
+        if raw is not None:
+            try:
+                rid = RecordId.decode(raw if isinstance(raw, bytes) else raw.encode())
+            except FormatError as exc:
+                log.warning("record.bad_identity", topic=physical, partition=partition, offset=offset, error=str(exc))
+        slot = (physical, partition)
+        ledger = self._ledgers.get((logical, rid.partition if rid else partition))
+        if rid is not None and ledger is not None and rid in ledger:
+            self.filtered += 1
+            self._delivered.setdefault(slot, deque()).append((offset, None))
+            self._processed[slot] = max(self._processed.get(slot, 0), offset + 1)
+            log.debug("record.filtered", topic=logical, partition=partition, offset=offset)
+            return None
+        self._delivered.setdefault(slot, deque()).append((offset, rid))
+        out = _Message(
+            topic=logical, partition=partition, offset=offset, key=msg.key(), value=msg.value(),
+            headers=msg.headers(), timestamp=msg.timestamp(),
+        )  # fmt: skip
+        out.physical_topic = physical
+        return out
+
+    # -- acknowledging --------------------------------------------------------------------
+
+    def _mark_returned_processed(self) -> None:
+        if self._auto_store and self._last_returned is not None:
+            m = self._last_returned
+            slot = (m.physical_topic, m.partition() or 0)
+            self._processed[slot] = max(self._processed.get(slot, 0), (m.offset() or 0) + 1)
+        self._last_returned = None
+
+    def _maybe_auto_commit(self) -> None:
+        if self._auto_commit and time.monotonic() - self._last_auto_commit >= self._auto_interval_s:
+            self._commit_processed()
+
+    def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
+        """Mark records processed (for ``enable.auto.offset.store=false``)."""
+        with self._lock:
+            for slot, next_offset in self._slots(message, offsets).items():
+                self._processed[slot] = max(self._processed.get(slot, 0), next_offset)
+
+    def _slots(self, message: Message | None, offsets: list[TopicPartition] | None) -> dict[Slot, int]:
+        if message is not None:
+            physical = str(getattr(message, "physical_topic", None) or message.topic())
+            return {(physical, message.partition() or 0): (message.offset() or 0) + 1}
+        if offsets is not None:
+            # Offsets name physical partitions: the logical topic's own ("orders") or a remote
+            # copy ("kafka-b.orders"); commit(message=...) picks the right one by itself.
+            return {(tp.topic, tp.partition): tp.offset for tp in offsets}
+        return {slot: max(o for o, _ in entries) + 1 for slot, entries in self._delivered.items() if entries}
+
+    def commit(
+        self, message: Message | None = None, offsets: list[TopicPartition] | None = None, asynchronous: bool = True
+    ) -> list[TopicPartition] | None:
+        """Acknowledge: ledger first (in the config center), then the broker's offsets."""
+        with self._lock:
+            for slot, next_offset in self._slots(message, offsets).items():
+                self._processed[slot] = max(self._processed.get(slot, 0), next_offset)
+            return self._commit_processed(asynchronous=asynchronous)
+
+    def _commit_processed(self, *, asynchronous: bool = False) -> list[TopicPartition] | None:
+        self._last_auto_commit = time.monotonic()
+        touched: set[tuple[str, int]] = set()
+        now = _now_ms()
+        for slot, next_offset in self._processed.items():
+            entries = self._delivered.get(slot)
+            logical = self._logical.get(slot[0], slot[0])
+            while entries and entries[0][0] < next_offset:
+                _, rid = entries.popleft()
+                if rid is not None:
+                    key = (logical, rid.partition)
+                    self._ledgers.setdefault(key, PartitionLedger()).ack(rid, now)
+                    touched.add(key)
+        self._flush_ledgers(touched)
+        if not self._processed:
+            return None
+        offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(self._processed.items())]
+        if asynchronous:
+            self._inner.commit(offsets=offsets, asynchronous=True)
+            return None
+        return self._inner.commit(offsets=offsets, asynchronous=False)
+
+    def _flush_ledgers(self, keys: set[tuple[str, int]]) -> None:
+        for topic, partition in sorted(keys):
+            generation = self._generations.get((topic, partition), 0)
+            try:
+                self._ledgers_store.save(
+                    self.group, topic, partition, self._ledgers[(topic, partition)],
+                    generation=generation, owner=self.options.client_id,
+                )  # fmt: skip
+            except FencedError as exc:
+                log.warning("ledger.fenced", topic=topic, partition=partition, error=str(exc))
+
+    # -- the rest of the confluent_kafka surface ------------------------------------------
+
+    def assignment(self) -> list[TopicPartition]:
+        with self._lock:
+            return self._logical_partitions(self._inner.assignment())
+
+    def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
+        """Committed offsets of the physical partitions behind the given logical ones."""
+        with self._lock:
+            physical = [
+                TopicPartition(p, tp.partition)
+                for tp in partitions
+                for p, lg in self._logical.items()
+                if lg == tp.topic
+            ]
+            return list(self._inner.committed(physical, timeout=-1 if timeout is None else timeout))
+
+    def close(self) -> None:
+        """Commit what was processed (with auto commit), store the ledgers, leave the group."""
+        with self._lock:
+            self._mark_returned_processed()
+            if self._auto_commit:
+                self._commit_processed()
+            else:
+                self._flush_ledgers(set(self._ledgers))
+            self._inner.close()
+        self._follower.close()
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- switching ------------------------------------------------------------------------
+
+    def _perform(self, current: Route, target: Route, set_state: Callable[[SwitchState], None]) -> None:
+        spec = self._follower.cluster(target.active)
+        set_state(SwitchState.SWITCHING)
+        new = self._connect(spec)
+        new.list_topics(timeout=10)  # raises if the new cluster does not answer
+        with self._lock:
+            self._mark_returned_processed()
+            if self._auto_commit:
+                self._commit_processed()
+            self._flush_ledgers(set(self._ledgers))
+            old = self._inner
+            try:
+                old.close()
+            except KafkaException as exc:  # the old cluster may be gone
+                log.warning("consumer.close_failed", cluster=current.active, error=str(exc))
+            self._inner, self._spec = new, spec
+            self._delivered.clear()
+            self._processed.clear()
+            if self._topics:
+                self._subscribe_inner()
+            self.switches += 1
+        log.info("consumer.switched", client=self.options.client_id, source=current.active, to=target.active,
+                 epoch=target.epoch)  # fmt: skip
