@@ -124,8 +124,8 @@ class KafkaFlow:
         try:
             task()
             self._aux_retry_at.pop(name, None)
-        except (ReplicationError, KafkaException) as exc:
-            log.warning("replicator.task_failed", flow=self.config.name, task=name, error=str(exc))
+        except (ReplicationError, KafkaException, TimeoutError) as exc:
+            log.warning("replicator.task_failed", flow=self.config.name, task=name, error=str(exc) or repr(exc))
             self.status.error(f"{name}: {exc}")
             self._aux_retry_at[name] = time.monotonic() + 1.0
 
@@ -364,6 +364,9 @@ class KafkaFlow:
                     self._update_status()
                 self._backoff = 0.0
             except (ReplicationError, KafkaException) as exc:
+                self._failed(exc, started, stop)
+            except Exception as exc:  # a replicator must not die: report, then retry like any failure
+                log.exception("replicator.unexpected_error", flow=self.config.name, error=repr(exc))
                 self._failed(exc, started, stop)
         self.close()
 

@@ -34,6 +34,8 @@ def _result(futures: dict[str, Any], timeout: float, ignore: tuple[int, ...]) ->
     for name, fut in futures.items():
         try:
             fut.result(timeout)
+        except TimeoutError:
+            raise ReplicationError(f"{name}: no answer within {timeout} s") from None
         except KafkaException as exc:
             if exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() in ignore:
                 continue

@@ -116,7 +116,10 @@ class CheckpointTask:
             time.monotonic() - self._groups_listed_at >= self.config.intervals.refresh_groups
             or not self._groups_listed_at
         ):
-            listed = self._admin.list_consumer_groups(request_timeout=_TIMEOUT).result(_TIMEOUT)
+            try:
+                listed = self._admin.list_consumer_groups(request_timeout=_TIMEOUT).result(_TIMEOUT)
+            except TimeoutError:
+                raise ReplicationError(f"listing consumer groups: no answer within {_TIMEOUT} s") from None
             self._groups = sorted(g.group_id for g in listed.valid if self.config.group_filter.matches(g.group_id))
             self._groups_listed_at = time.monotonic()
         return self._groups
@@ -131,8 +134,8 @@ class CheckpointTask:
                 result = self._admin.list_consumer_group_offsets(request, request_timeout=_TIMEOUT)[group].result(
                     _TIMEOUT
                 )
-            except KafkaException as exc:
-                log.warning("replicator.group_offsets_failed", group=group, error=str(exc))
+            except (KafkaException, TimeoutError) as exc:
+                log.warning("replicator.group_offsets_failed", group=group, error=str(exc) or "timed out")
                 continue
             offsets = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in result.topic_partitions}
             for cp in self.tracker.checkpoints_for_group(group, offsets, self.store):

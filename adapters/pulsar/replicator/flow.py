@@ -238,6 +238,9 @@ class PulsarFlow:
                 self._backoff = 0.0
             except (ReplicationError, pulsar.PulsarException, HotStandbyError) as exc:
                 self._failed(exc, stop)
+            except Exception as exc:  # a replicator must not die: report, then retry like any failure
+                log.exception("replicator.unexpected_error", flow=self.config.name, error=repr(exc))
+                self._failed(exc, stop)
         self.close()
 
     def _failed(self, exc: Exception, stop: threading.Event) -> None:
