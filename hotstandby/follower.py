@@ -8,6 +8,10 @@ that runs the client's own switch procedure.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
 from hotstandby.client_options import ClientOptions
 from hotstandby.configcenter import ConfigCenter, RouteChange, RouteWatcher
 from hotstandby.documents import ClusterSpec, Route
@@ -16,7 +20,7 @@ from hotstandby.logs import get_logger
 from hotstandby.presence import Presence
 from hotstandby.switching import Perform, Switcher
 
-__all__ = ["RouteFollower"]
+__all__ = ["RouteClient", "RouteFollower", "wait_slices"]
 
 log = get_logger("hotstandby.client")
 
@@ -88,3 +92,44 @@ class RouteFollower:
         if self.presence is not None:
             self.presence.close()
         self.center.close()
+
+
+def wait_slices(timeout: float | None) -> Iterator[float]:
+    """Short waits (at most 0.1 s) adding up to ``timeout`` (None or negative: no limit), so a
+    client blocked in a wait lets a switch swap its connection in between."""
+    deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+    while True:
+        left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
+        yield max(left, 0.0)
+        if deadline is not None and time.monotonic() >= deadline:
+            return
+
+
+C = TypeVar("C")
+
+
+class RouteClient:
+    """What the drop-in facades share: a follower, the cluster in use, the start sequence."""
+
+    _follower: RouteFollower
+    _spec: ClusterSpec
+
+    def _follow(self, connect: Callable[[ClusterSpec], C], perform: Perform) -> C:
+        """Connect to the route's active cluster, then follow the route; closes all on failure."""
+        try:
+            self._spec = self._follower.initial_cluster
+            inner = connect(self._spec)
+            self._follower.start(perform)
+            return inner
+        except BaseException:
+            self._follower.close()
+            raise
+
+    @property
+    def cluster(self) -> str:
+        """The cluster the client uses now."""
+        return self._spec.name
+
+    @property
+    def route(self) -> Route:
+        return self._follower.route

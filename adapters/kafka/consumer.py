@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer as RawConsumer
@@ -31,7 +31,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from hotstandby.client_options import ClientOptions
 from hotstandby.documents import ClusterSpec, Link, Route
 from hotstandby.errors import FencedError, FormatError
-from hotstandby.follower import RouteFollower
+from hotstandby.follower import RouteClient, RouteFollower, wait_slices
 from hotstandby.identity import HEADER, RecordId
 from hotstandby.ledger import PartitionLedger
 from hotstandby.ledger_store import LedgerStore
@@ -56,7 +56,7 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class Consumer:
+class Consumer(RouteClient):
     """Drop-in replacement for :class:`confluent_kafka.Consumer` (see the module doc)."""
 
     def __init__(self, config: dict[str, Any], **kwargs: Any) -> None:
@@ -85,27 +85,13 @@ class Consumer:
         self._last_auto_commit = time.monotonic()
         self.filtered = 0
         self.switches = 0
-        try:
-            self._spec = self._follower.initial_cluster
-            self._inner = self._connect(self._spec)
-            self._follower.start(self._perform)
-        except BaseException:
-            self._follower.close()
-            raise
+        self._inner = self._follow(self._connect, self._perform)
 
     # -- connections and topics -----------------------------------------------------------
 
     def _connect(self, spec: ClusterSpec) -> RawConsumer:
         config = {"auto.offset.reset": "earliest", **spec.client_config("consumer"), **self._raw_config}
         return RawConsumer({**config, "bootstrap.servers": spec.url}, **self._raw_kwargs)
-
-    @property
-    def cluster(self) -> str:
-        return self._spec.name
-
-    @property
-    def route(self) -> Route:
-        return self._follower.route
 
     def _physical_topics(self, cluster: str) -> dict[str, str]:
         """physical topic on ``cluster`` -> logical topic: each topic and its remote copies there."""
@@ -158,20 +144,12 @@ class Consumer:
 
     # -- consuming ------------------------------------------------------------------------
 
-    def _slices(self, timeout: float | None) -> Iterator[float]:
-        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
-        while True:
-            left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
-            yield max(left, 0.0)
-            if deadline is not None and time.monotonic() >= deadline:
-                return
-
     def poll(self, timeout: float | None = -1) -> Message | None:
         """The next record not acknowledged before (or an error event), as confluent_kafka does."""
         with self._lock:
             self._mark_returned_processed()
             self._maybe_auto_commit()
-        for wait in self._slices(timeout):
+        for wait in wait_slices(timeout):
             with self._lock:
                 msg = self._inner.poll(wait)
                 if msg is None:

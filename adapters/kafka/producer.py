@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from confluent_kafka import Producer as RawProducer
 from hotstandby.adapters.kafka.partitioner import Partitioner
 from hotstandby.client_options import ClientOptions
 from hotstandby.documents import ClusterSpec, Route
-from hotstandby.follower import RouteFollower
+from hotstandby.follower import RouteClient, RouteFollower, wait_slices
 from hotstandby.identity import HEADER, RecordId, new_session
 from hotstandby.logs import get_logger
 from hotstandby.probe import probe_cluster
@@ -85,7 +85,7 @@ class _Closed:
         raise RuntimeError("Producer has been closed")
 
 
-class Producer:
+class Producer(RouteClient):
     """Drop-in replacement for :class:`confluent_kafka.Producer` (see the module doc)."""
 
     def __init__(self, config: dict[str, Any], **kwargs: Any) -> None:
@@ -105,28 +105,13 @@ class Producer:
         self._user_purge = False
         self.resent = 0
         self.switches = 0
-        try:
-            self._spec = self._follower.initial_cluster
-            self._inner = self._connect(self._spec)
-            self._follower.start(self._perform)
-        except BaseException:
-            self._follower.close()
-            raise
+        self._inner = self._follow(self._connect, self._perform)
 
     # -- connections ----------------------------------------------------------------------
 
     def _connect(self, spec: ClusterSpec) -> RawProducer:
         config = {**spec.client_config("producer"), **self._raw_config, "bootstrap.servers": spec.url}
         return RawProducer(config, **self._raw_kwargs)
-
-    @property
-    def cluster(self) -> str:
-        """The cluster records are sent to now."""
-        return self._spec.name
-
-    @property
-    def route(self) -> Route:
-        return self._follower.route
 
     @property
     def switch_state(self) -> SwitchState:
@@ -234,19 +219,10 @@ class Producer:
 
     # -- the confluent_kafka surface ------------------------------------------------------
 
-    def _slices(self, timeout: float | None) -> Iterator[float]:
-        """Short waits up to ``timeout`` (None or negative: no limit), so a switch can swap the client."""
-        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
-        while True:
-            left = 0.1 if deadline is None else min(0.1, deadline - time.monotonic())
-            yield max(left, 0.0)
-            if deadline is not None and time.monotonic() >= deadline:
-                return
-
     def poll(self, timeout: float | None = -1) -> int:
         """Serve delivery callbacks; returns how many were served."""
         served = 0
-        for wait in self._slices(timeout):
+        for wait in wait_slices(timeout):
             served += self._inner.poll(wait)
             if served:
                 return served
@@ -254,7 +230,7 @@ class Producer:
 
     def flush(self, timeout: float | None = -1) -> int:
         """Wait until every record was acknowledged (across switches); returns how many are left."""
-        for wait in self._slices(timeout):
+        for wait in wait_slices(timeout):
             self._inner.flush(wait)
             if not self._pending:
                 break

@@ -9,6 +9,13 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from hotstandby.documents import ClusterSpec
+from hotstandby.refcluster import RefCluster
+
+
+def route_config(rc: RefCluster, namespace: str, **extra: Any) -> dict[str, Any]:
+    """A facade's configuration for route ``orders`` in ``namespace`` of the reference cluster."""
+    return {"hotstandby.route": "orders", "hotstandby.etcd": f"127.0.0.1:{rc.ports.etcd}",
+            "hotstandby.namespace": namespace, **extra}  # fmt: skip
 
 
 def create_topic(spec: ClusterSpec, topic: str, partitions: int) -> None:

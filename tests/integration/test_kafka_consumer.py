@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -12,17 +11,11 @@ from confluent_kafka.admin import AdminClient
 from hotstandby.adapters.kafka import Consumer, Producer
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
-from tests.integration.conftest import etcd_args
-from tests.integration.kafka_helpers import create_topic
-
-
-def config(rc: RefCluster, namespace: str, **extra: Any) -> dict[str, Any]:
-    _, etcd, _, ns = etcd_args(rc, namespace)
-    return {"hotstandby.route": "orders", "hotstandby.etcd": etcd, "hotstandby.namespace": ns, **extra}
+from tests.integration.kafka_helpers import create_topic, route_config
 
 
 def produce(rc: RefCluster, namespace: str, topic: str, values: list[str]) -> None:
-    producer = Producer(config(rc, namespace))
+    producer = Producer(route_config(rc, namespace))
     try:
         for v in values:
             producer.produce(topic, key=v, value=v)
@@ -62,7 +55,7 @@ def test_restart_without_a_switch_filters_what_was_committed(
     values = [f"r{i}" for i in range(200)]
     produce(refcluster, namespace, topic, values)
     group = f"g-{uuid.uuid4().hex[:6]}"
-    first = Consumer(config(refcluster, namespace, **{"group.id": group, "enable.auto.commit": False}))
+    first = Consumer(route_config(refcluster, namespace, **{"group.id": group, "enable.auto.commit": False}))
     try:
         first.subscribe([topic])
         seen = consume(first, 120)
@@ -74,7 +67,7 @@ def test_restart_without_a_switch_filters_what_was_committed(
     admin = AdminClient({"bootstrap.servers": a.url})
     reset = [TopicPartition(topic, p, 0) for p in range(2)]
     admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, reset)])[group].result(10)
-    second = Consumer(config(refcluster, namespace, **{"group.id": group}))
+    second = Consumer(route_config(refcluster, namespace, **{"group.id": group}))
     try:
         second.subscribe([topic])
         rest = consume(second, 80)
@@ -95,7 +88,7 @@ def test_switch_mid_stream_loses_nothing_and_delivers_nothing_twice(
     before = [f"a{i}" for i in range(300)]
     produce(refcluster, namespace, topic, before)
     group = f"g-{uuid.uuid4().hex[:6]}"
-    consumer = Consumer(config(refcluster, namespace, **{"group.id": group, "auto.commit.interval.ms": 200}))
+    consumer = Consumer(route_config(refcluster, namespace, **{"group.id": group, "auto.commit.interval.ms": 200}))
     try:
         consumer.subscribe([topic])
         got = consume(consumer, 150)

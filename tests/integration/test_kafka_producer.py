@@ -16,14 +16,9 @@ from hotstandby.errors import ConfigError, UnknownRouteError
 from hotstandby.identity import HEADER, RecordId
 from hotstandby.refcluster import RefCluster
 from tests.integration.conftest import etcd_args
-from tests.integration.kafka_helpers import create_topic, read_all
+from tests.integration.kafka_helpers import create_topic, read_all, route_config
 from tests.integration.kafka_helpers import topics as all_topics
 from tests.support import wait_for
-
-
-def config(rc: RefCluster, namespace: str, **extra: Any) -> dict[str, Any]:
-    _, etcd, _, ns = etcd_args(rc, namespace)
-    return {"hotstandby.route": "orders", "hotstandby.etcd": etcd, "hotstandby.namespace": ns, **extra}
 
 
 def values_on(rc: RefCluster, cluster: str, topics: list[str], partitions: int) -> dict[bytes, set[RecordId]]:
@@ -60,11 +55,11 @@ def test_bootstrap_servers_and_unknown_routes_are_refused(
     refcluster: RefCluster, center: ConfigCenter, namespace: str
 ) -> None:
     with pytest.raises(ConfigError, match="must not be set"):
-        Producer({**config(refcluster, namespace), "bootstrap.servers": "127.0.0.1:1"})
+        Producer({**route_config(refcluster, namespace), "bootstrap.servers": "127.0.0.1:1"})
     with pytest.raises(UnknownRouteError):
-        Producer(config(refcluster, namespace, **{"hotstandby.route": "nope"}))
+        Producer(route_config(refcluster, namespace, **{"hotstandby.route": "nope"}))
     with pytest.raises(ConfigError, match="is pulsar"):
-        Producer(config(refcluster, namespace, **{"hotstandby.route": "payments"}))
+        Producer(route_config(refcluster, namespace, **{"hotstandby.route": "payments"}))
 
 
 def test_planned_switch_moves_the_producer_and_every_record_arrives_once_reported(
@@ -74,7 +69,7 @@ def test_planned_switch_moves_the_producer_and_every_record_arrives_once_reporte
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), topic, 4)
     deliveries = Deliveries()
-    producer = Producer(config(refcluster, namespace))
+    producer = Producer(route_config(refcluster, namespace))
     try:
         assert producer.cluster == "kafka-a"
         for i in range(3000):
@@ -110,7 +105,7 @@ def test_primary_killed_records_are_resent_and_replayed_to_the_survivor(
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), topic, 2)
     deliveries = Deliveries()
-    producer = Producer(config(refcluster, namespace, **{"message.timeout.ms": 120_000}))
+    producer = Producer(route_config(refcluster, namespace, **{"message.timeout.ms": 120_000}))
     try:
         for i in range(2000):
             producer.produce(topic, value=f"v{i}", on_delivery=deliveries)
@@ -149,7 +144,7 @@ def test_presence_shows_the_producer_on_its_cluster_and_vanishes_on_close(
     topic = f"pr-{uuid.uuid4().hex[:8]}"
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), topic, 1)
-    producer = Producer(config(refcluster, namespace, **{"hotstandby.client.id": "billing-1"}))
+    producer = Producer(route_config(refcluster, namespace, **{"hotstandby.client.id": "billing-1"}))
     try:
         first = status()
         assert first["clients_per_cluster"] == {"kafka-a": 1, "kafka-b": 0}
