@@ -17,8 +17,8 @@ from hotstandby.configcenter import ConfigCenter, RouteChange, RouteWatcher
 from hotstandby.documents import ClusterSpec, Route
 from hotstandby.errors import ConfigError
 from hotstandby.logs import get_logger
-from hotstandby.presence import Presence
-from hotstandby.switching import Perform, Switcher
+from hotstandby.presence import Presence, list_clients
+from hotstandby.switching import Perform, Switcher, SwitchState
 
 __all__ = ["RouteClient", "RouteFollower", "wait_slices"]
 
@@ -26,10 +26,13 @@ log = get_logger("hotstandby.client")
 
 
 class RouteFollower:
-    def __init__(self, options: ClientOptions, kind: str, *, role: str = "client") -> None:
+    def __init__(
+        self, options: ClientOptions, kind: str, *, role: str = "client", labels: dict[str, str] | None = None
+    ) -> None:
         self.options = options
         self.kind = kind
         self.role = role
+        self.labels = dict(labels or {})  # published with the presence (a consumer's group)
         self.center = ConfigCenter.open(options.settings)
         try:
             self.initial_route: Route = self.center.route(options.route)
@@ -69,6 +72,7 @@ class RouteFollower:
         last = self.switcher.history[-1] if self.switcher.history else None
         route = self.switcher.route
         self.presence.publish(
+            **self.labels,
             cluster=route.active,
             epoch=route.epoch,
             state=self.switcher.state.value,
@@ -83,6 +87,24 @@ class RouteFollower:
     @property
     def route(self) -> Route:
         return self.switcher.route if self.switcher else self.initial_route
+
+    def await_peers(self, target: Route, timeout: float, **labels: str) -> list[str]:
+        """Wait until every other live client of this route with ``labels`` has left the epoch
+        before ``target`` (its presence shows ``target``'s epoch or the ``switching`` state).
+        Returns the clients still behind when ``timeout`` ran out (empty when all moved)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            behind = [
+                str(doc.get("client"))
+                for doc in list_clients(self.center, self.options.route)
+                if doc.get("client") != self.options.client_id
+                and all(doc.get(k) == v for k, v in labels.items())
+                and int(doc.get("epoch") or 0) < target.epoch
+                and doc.get("state") != "switching"
+            ]
+            if not behind or time.monotonic() >= deadline:
+                return behind
+            time.sleep(0.02)
 
     def close(self) -> None:
         if self._watcher is not None:
@@ -133,3 +155,9 @@ class RouteClient:
     @property
     def route(self) -> Route:
         return self._follower.route
+
+    @property
+    def switch_state(self) -> SwitchState:
+        """ACTIVE, or DRAINING/SWITCHING while the client moves to another cluster."""
+        switcher = self._follower.switcher
+        return switcher.state if switcher else SwitchState.ACTIVE

@@ -70,9 +70,9 @@ class Consumer(RouteClient):
         # We commit ourselves, so the ledger is always stored before the broker's offsets.
         self._raw_config = {**raw, "enable.auto.commit": False, "enable.auto.offset.store": False}
         self._raw_kwargs = kwargs
-        self._follower = RouteFollower(self.options, "kafka", role="consumer")
+        self._follower = RouteFollower(self.options, "kafka", role="consumer", labels={"group": self.group})
         self._ledgers_store = LedgerStore(self._follower.center)
-        self._lock = threading.RLock()
+        self._lock = threading.Condition(threading.RLock())
         self._topics: list[str] = []
         self._on_assign: Rebalance | None = None
         self._on_revoke: Rebalance | None = None
@@ -83,6 +83,7 @@ class Consumer(RouteClient):
         self._processed: dict[Slot, int] = {}  # next offset to commit, per physical partition
         self._last_returned: _Message | None = None
         self._last_auto_commit = time.monotonic()
+        self._switching = False  # between the ledger flush and the new cluster: hand out nothing
         self.filtered = 0
         self.switches = 0
         self._inner = self._follow(self._connect, self._perform)
@@ -151,6 +152,9 @@ class Consumer(RouteClient):
             self._maybe_auto_commit()
         for wait in wait_slices(timeout):
             with self._lock:
+                if self._switching:
+                    self._lock.wait(wait)
+                    continue
                 msg = self._inner.poll(wait)
                 if msg is None:
                     continue
@@ -240,6 +244,16 @@ class Consumer(RouteClient):
 
     def _commit_processed(self, *, asynchronous: bool = False) -> list[TopicPartition] | None:
         self._last_auto_commit = time.monotonic()
+        self._flush_ledgers(self._ack_processed())
+        if not self._processed:
+            return None
+        if asynchronous:
+            self._inner.commit(offsets=self._offsets(), asynchronous=True)
+            return None
+        return self._inner.commit(offsets=self._offsets(), asynchronous=False)
+
+    def _ack_processed(self) -> set[tuple[str, int]]:
+        """Move the identities of processed records into the ledgers; the ledgers touched."""
         touched: set[tuple[str, int]] = set()
         now = _now_ms()
         for slot, next_offset in self._processed.items():
@@ -251,14 +265,10 @@ class Consumer(RouteClient):
                     key = (logical, rid.partition)
                     self._ledgers.setdefault(key, PartitionLedger()).ack(rid, now)
                     touched.add(key)
-        self._flush_ledgers(touched)
-        if not self._processed:
-            return None
-        offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(self._processed.items())]
-        if asynchronous:
-            self._inner.commit(offsets=offsets, asynchronous=True)
-            return None
-        return self._inner.commit(offsets=offsets, asynchronous=False)
+        return touched
+
+    def _offsets(self) -> list[TopicPartition]:
+        return [TopicPartition(t, p, o) for (t, p), o in sorted(self._processed.items())]
 
     def _flush_ledgers(self, keys: set[tuple[str, int]]) -> None:
         for topic, partition in sorted(keys):
@@ -309,24 +319,110 @@ class Consumer(RouteClient):
 
     def _perform(self, current: Route, target: Route, set_state: Callable[[SwitchState], None]) -> None:
         spec = self._follower.cluster(target.active)
-        set_state(SwitchState.SWITCHING)
-        new = self._connect(spec)
-        new.list_topics(timeout=10)  # raises if the new cluster does not answer
+        self._drain(current, set_state)
         with self._lock:
-            self._mark_returned_processed()
-            if self._auto_commit:
-                self._commit_processed()
-            self._flush_ledgers(set(self._ledgers))
-            old = self._inner
+            self._switching = True  # what is handed out from now on would not be in the ledger
             try:
-                old.close()
-            except KafkaException as exc:  # the old cluster may be gone
-                log.warning("consumer.close_failed", cluster=current.active, error=str(exc))
+                self._settle()
+            except BaseException:
+                self._resume_old()
+                raise
+        set_state(SwitchState.SWITCHING)  # published: this member's acknowledgements are stored
+        try:
+            # Other members of the group store theirs before we read the ledgers on the new cluster.
+            behind = self._follower.await_peers(target, self.options.drain_timeout_ms / 1000, group=self.group)
+            if behind:
+                log.warning("consumer.peers_behind", group=self.group, clients=behind, epoch=target.epoch)
+            new = self._connect(spec)
+            try:
+                new.list_topics(timeout=10)  # raises if the new cluster does not answer
+            except BaseException:
+                new.close()
+                raise
+        except BaseException:
+            self._resume_old()
+            raise
+        with self._lock:
+            old = self._inner
             self._inner, self._spec = new, spec
             self._delivered.clear()
             self._processed.clear()
             if self._topics:
                 self._subscribe_inner()
             self.switches += 1
+            self._switching = False
+            self._lock.notify_all()
+        self._close_quietly(old, current.active)
         log.info("consumer.switched", client=self.options.client_id, source=current.active, to=target.active,
                  epoch=target.epoch)  # fmt: skip
+
+    def _resume_old(self) -> None:
+        with self._lock:
+            self._switching = False
+            self._lock.notify_all()
+
+    def _settle(self) -> None:
+        """Store every acknowledgement (ledger first), then commit on the old cluster if it answers."""
+        self._mark_returned_processed()
+        touched = self._ack_processed()
+        self._flush_ledgers(touched | set(self._ledgers))
+        if self._processed:
+            try:
+                self._inner.commit(offsets=self._offsets(), asynchronous=True)
+            except KafkaException as exc:  # the ledger holds them; the old cluster may be gone
+                log.warning("consumer.commit_failed", cluster=self._spec.name, error=str(exc))
+
+    def _close_quietly(self, old: RawConsumer, cluster: str) -> None:
+        try:
+            old.close()
+        except (KafkaException, RuntimeError) as exc:  # the old cluster may be gone
+            log.warning("consumer.close_failed", cluster=cluster, error=str(exc))
+
+    def _drain(self, current: Route, set_state: Callable[[SwitchState], None]) -> None:
+        """Planned switch: let the application read the old cluster up to its end offsets at the
+        flip (bounded by the drain timeout). Skipped when the old cluster does not answer."""
+        timeout = self.options.drain_timeout_ms / 1000
+        with self._lock:
+            assignment = self._inner.assignment() if timeout > 0 else []
+            try:
+                ends = {
+                    (tp.topic, tp.partition): self._inner.get_watermark_offsets(tp, timeout=min(timeout, 2.0))[1]
+                    for tp in assignment
+                }
+            except KafkaException as exc:
+                log.info("consumer.drain_skipped", cluster=current.active, error=str(exc))
+                return
+            start = self._start_positions(assignment)
+        if not ends:
+            return
+        set_state(SwitchState.DRAINING)
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                positions = {(tp.topic, tp.partition): tp.offset for tp in self._inner.position(assignment)}
+                left = {
+                    slot: end for slot, end in ends.items()
+                    if max(positions.get(slot, -1), start.get(slot, -1)) < end
+                }  # fmt: skip
+            if not left or time.monotonic() >= deadline:
+                break
+            time.sleep(0.02)
+        if left:
+            log.warning("consumer.drain_incomplete", cluster=current.active, partitions=len(left),
+                        timeout_ms=self.options.drain_timeout_ms)  # fmt: skip
+        else:
+            log.info("consumer.drained", cluster=current.active, partitions=len(ends))
+
+    def _start_positions(self, assignment: list[TopicPartition]) -> dict[Slot, int]:
+        """Where reading starts for partitions nothing was read from yet: committed or low mark."""
+        try:
+            committed = self._inner.committed(assignment, timeout=2.0)
+        except KafkaException:
+            return {}
+        out = {}
+        for tp in committed:
+            if tp.offset >= 0:
+                out[(tp.topic, tp.partition)] = tp.offset
+            else:
+                out[(tp.topic, tp.partition)] = self._inner.get_watermark_offsets(tp, timeout=2.0)[0]
+        return out

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import time
 import uuid
+from collections.abc import Callable
 
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -11,7 +13,9 @@ from confluent_kafka.admin import AdminClient
 from hotstandby.adapters.kafka import Consumer, Producer
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
+from hotstandby.switching import SwitchState
 from tests.integration.kafka_helpers import create_topic, route_config
+from tests.support import wait_for
 
 
 def produce(rc: RefCluster, namespace: str, topic: str, values: list[str]) -> None:
@@ -31,6 +35,20 @@ def consume(consumer: Consumer, count: int, timeout: float = 60.0) -> list[str]:
     while len(got) < count:
         assert time.monotonic() < deadline, f"{len(got)} of {count} records within {timeout} s"
         msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value().decode())
+    return got
+
+
+def consume_until(
+    consumer: Consumer, done: Callable[[], bool], timeout: float = 60.0, what: Callable[[], str] = str
+) -> list[str]:
+    """Keep polling (and collecting) until ``done()``; fails after ``timeout``."""
+    got: list[str] = []
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"condition not met within {timeout} s {what()}"
+        msg = consumer.poll(0.1)
         if msg is not None and msg.error() is None:
             got.append(msg.value().decode())
     return got
@@ -97,10 +115,40 @@ def test_switch_mid_stream_loses_nothing_and_delivers_nothing_twice(
         after = [f"b{i}" for i in range(100)]
         produce(refcluster, namespace, topic, after)  # the producer follows the route: on kafka-b
         got += consume(consumer, 250, timeout=120)
-        assert consumer.cluster == "kafka-b"
+        got += consume_until(consumer, lambda: consumer.cluster == "kafka-b")
+        # The drain consumed all 300 on kafka-a: their copies on kafka-b are all filtered.
+        got += consume_until(consumer, lambda: consumer.filtered >= 300, what=lambda: f"filtered {consumer.filtered}")
         assert no_more(consumer) == []
-        assert consumer.filtered >= 150, "records acknowledged on kafka-a must be filtered on kafka-b"
     finally:
         consumer.close()
     assert sorted(got) == sorted(before + after), "lost or duplicated"
     assert len(got) == len(set(got))
+
+
+def test_planned_switch_drains_the_old_cluster_first(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """With replication stopped, records only on kafka-a are still consumed, before the move."""
+    topic = f"d-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 2)
+    replicator = "mirror-kafka-a-to-kafka-b"
+    values = [f"r{i}" for i in range(200)]
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    refcluster.kill(replicator, signal.SIGTERM)
+    try:
+        produce(refcluster, namespace, topic, values)
+        consumer = Consumer(route_config(refcluster, namespace, **{"group.id": group, "auto.commit.interval.ms": 200}))
+        try:
+            consumer.subscribe([topic])
+            got = consume(consumer, 50)
+            center.switch("orders", "kafka-b", reason="test")
+            # The application is busy: without a drain the consumer would move on without it.
+            wait_for(lambda: consumer.switch_state is not SwitchState.ACTIVE or consumer.cluster == "kafka-b",
+                     10, "the switch to start")  # fmt: skip
+            got += consume_until(consumer, lambda: consumer.cluster == "kafka-b")
+            assert sorted(got) == sorted(values), "the drain must consume what only kafka-a holds"
+        finally:
+            consumer.close()
+    finally:
+        refcluster.restart(replicator)
