@@ -122,8 +122,8 @@ class GatedStore(KVStore):
     def revoke_lease(self, lease_id: int) -> None:
         self.inner.revoke_lease(lease_id)
 
-    def put_if_revision(self, key: str, value: bytes, mod_revision: int) -> bool:
-        return self.inner.put_if_revision(key, value, mod_revision)
+    def put_if_revision(self, key: str, value: bytes, mod_revision: int, *, lease: int = 0) -> bool:
+        return self.inner.put_if_revision(key, value, mod_revision, lease=lease)
 
     def delete(self, key: str) -> bool:
         return self.inner.delete(key)

@@ -28,7 +28,9 @@ from typing import Any
 from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
+from hotstandby.adapters.kafka.group_leave import leave_in_turn
 from hotstandby.client_options import ClientOptions
+from hotstandby.configcenter.lock import StoreLock
 from hotstandby.documents import ClusterSpec, Link, Route
 from hotstandby.errors import FencedError, FormatError
 from hotstandby.follower import RouteClient, RouteFollower, wait_slices
@@ -41,6 +43,9 @@ from hotstandby.switching import SwitchState
 __all__ = ["Consumer"]
 
 log = get_logger("hotstandby.kafka.consumer")
+
+# Leaving a group in turn takes a few seconds per member on the reference broker.
+_LEAVE_TIMEOUT_S = 25.0
 
 Rebalance = Callable[[Any, list[TopicPartition]], None]
 Slot = tuple[str, int]  # (physical topic, partition)
@@ -79,11 +84,14 @@ class Consumer(RouteClient):
         self._logical: dict[str, str] = {}  # physical topic -> logical topic
         self._ledgers: dict[tuple[str, int], PartitionLedger] = {}  # (logical topic, partition)
         self._generations: dict[tuple[str, int], int] = {}
+        self._owned: set[tuple[str, int]] = set()  # ledgers claimed for the current assignment
         self._delivered: dict[Slot, deque[tuple[int, RecordId | None]]] = {}
         self._processed: dict[Slot, int] = {}  # next offset to commit, per physical partition
         self._last_returned: _Message | None = None
         self._last_auto_commit = time.monotonic()
         self._switching = False  # between the ledger flush and the new cluster: hand out nothing
+        self._closing = False
+        self._leaving: list[threading.Thread] = []  # old clusters' consumers leaving their group
         self.filtered = 0
         self.switches = 0
         self._inner = self._follow(self._connect, self._perform)
@@ -124,24 +132,36 @@ class Consumer(RouteClient):
         return [TopicPartition(t, p) for t, p in sorted(seen)]
 
     def _assigned(self, inner: Any, partitions: list[TopicPartition]) -> None:
-        for topic, partition in {(self._logical.get(tp.topic, tp.topic), tp.partition) for tp in partitions}:
-            doc = self._ledgers_store.claim(self.group, topic, partition, owner=self.options.client_id)
-            ledger = self._ledgers.setdefault((topic, partition), PartitionLedger())
+        if inner is not self._inner or self._closing:
+            return  # the consumer of a cluster we left, or we are closing
+        for key in {(self._logical.get(tp.topic, tp.topic), tp.partition) for tp in partitions}:
+            doc = self._ledgers_store.claim(self.group, key[0], key[1], owner=self.options.client_id)
+            ledger = self._ledgers.setdefault(key, PartitionLedger())
             ledger.merge(doc.ledger)
-            self._generations[(topic, partition)] = doc.generation
+            self._generations[key] = doc.generation
+            self._owned.add(key)
         if self._on_assign:
             self._on_assign(self, self._logical_partitions(partitions))
 
     def _revoked(self, inner: Any, partitions: list[TopicPartition]) -> None:
+        if inner is not self._inner or self._closing:
+            return  # a cluster we left, or we are closing: the acknowledgements are stored already
+        if self._on_revoke:
+            # First, so that what the application commits there is kept too.
+            self._on_revoke(self, self._logical_partitions(partitions))
         try:
             self._commit_processed()  # what was processed on these partitions is kept
         except KafkaException as exc:  # the ledger is stored already; the broker may be gone
             log.warning("consumer.commit_on_revoke_failed", error=str(exc))
-        if self._on_revoke:
-            self._on_revoke(self, self._logical_partitions(partitions))
         for tp in partitions:
             self._delivered.pop((tp.topic, tp.partition), None)
             self._processed.pop((tp.topic, tp.partition), None)
+        gone = {(tp.topic, tp.partition) for tp in partitions}
+        # A logical partition stays owned while another of its physical topics is still assigned.
+        still = {(self._logical.get(t, t), p) for t, p in
+                 {(tp.topic, tp.partition) for tp in self._inner.assignment()} - gone}  # fmt: skip
+        revoked = {(self._logical.get(t, t), p) for t, p in gone}
+        self._owned = {key for key in self._owned if key not in revoked or key in still}
 
     # -- consuming ------------------------------------------------------------------------
 
@@ -271,7 +291,9 @@ class Consumer(RouteClient):
         return [TopicPartition(t, p, o) for (t, p), o in sorted(self._processed.items())]
 
     def _flush_ledgers(self, keys: set[tuple[str, int]]) -> None:
-        for topic, partition in sorted(keys):
+        """Store the given ledgers, those this member owns; acks of others' partitions stay local
+        (a record acknowledged after its partition was revoked counts as not processed)."""
+        for topic, partition in sorted(keys & self._owned):
             generation = self._generations.get((topic, partition), 0)
             try:
                 self._ledgers_store.save(
@@ -305,8 +327,12 @@ class Consumer(RouteClient):
             if self._auto_commit:
                 self._commit_processed()
             else:
-                self._flush_ledgers(set(self._ledgers))
-            self._inner.close()
+                self._flush_ledgers(set(self._owned))
+            inner = self._inner
+            self._closing = True
+        self._leave(inner, self._spec)
+        for thread in self._leaving:
+            thread.join(_LEAVE_TIMEOUT_S)
         self._follower.close()
 
     def __enter__(self) -> Consumer:
@@ -345,6 +371,7 @@ class Consumer(RouteClient):
         with self._lock:
             old = self._inner
             self._inner, self._spec = new, spec
+            self._owned.clear()  # claimed again as the new cluster assigns partitions
             self._delivered.clear()
             self._processed.clear()
             if self._topics:
@@ -352,7 +379,12 @@ class Consumer(RouteClient):
             self.switches += 1
             self._switching = False
             self._lock.notify_all()
-        self._close_quietly(old, current.active)
+        leaving = threading.Thread(
+            target=self._leave, args=(old, self._follower.cluster(current.active)), daemon=True,
+            name=f"hotstandby-leave-{current.active}",
+        )  # fmt: skip
+        leaving.start()
+        self._leaving.append(leaving)
         log.info("consumer.switched", client=self.options.client_id, source=current.active, to=target.active,
                  epoch=target.epoch)  # fmt: skip
 
@@ -365,18 +397,19 @@ class Consumer(RouteClient):
         """Store every acknowledgement (ledger first), then commit on the old cluster if it answers."""
         self._mark_returned_processed()
         touched = self._ack_processed()
-        self._flush_ledgers(touched | set(self._ledgers))
+        self._flush_ledgers(touched | self._owned)
         if self._processed:
             try:
                 self._inner.commit(offsets=self._offsets(), asynchronous=True)
             except KafkaException as exc:  # the ledger holds them; the old cluster may be gone
                 log.warning("consumer.commit_failed", cluster=self._spec.name, error=str(exc))
 
-    def _close_quietly(self, old: RawConsumer, cluster: str) -> None:
-        try:
-            old.close()
-        except (KafkaException, RuntimeError) as exc:  # the old cluster may be gone
-            log.warning("consumer.close_failed", cluster=cluster, error=str(exc))
+    def _leave(self, raw: RawConsumer, spec: ClusterSpec) -> None:
+        """Leave ``spec``'s group in turn with the other members (see group_leave)."""
+        center = self._follower.center
+        lock = StoreLock(center.store, center.keys.lock(f"leave/{spec.name}/{self.group}"),
+                         owner=self.options.client_id, ttl_s=30)  # fmt: skip
+        leave_in_turn(raw, bootstrap=spec.url, group=self.group, lock=lock, timeout=_LEAVE_TIMEOUT_S)
 
     def _drain(self, current: Route, set_state: Callable[[SwitchState], None]) -> None:
         """Planned switch: let the application read the old cluster up to its end offsets at the

@@ -20,7 +20,7 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hotstandby.cli import config_cmds, refcluster_cmds
+    from hotstandby.cli import config_cmds, drill_cmd, refcluster_cmds
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--etcd", metavar="HOST:PORT[,HOST:PORT]", help="config center endpoints (env HOTSTANDBY_ETCD)")
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     config_cmds.add_commands(sub, common)
     refcluster_cmds.add_commands(sub, common)
+    drill_cmd.add_commands(sub, common)
     return parser
 
 

@@ -161,11 +161,11 @@ class EtcdStore(KVStore):
             resp = self._client.put(key, value, lease=lease or None)
         return int(resp.header.revision)
 
-    def put_if_revision(self, key: str, value: bytes, mod_revision: int) -> bool:
+    def put_if_revision(self, key: str, value: bytes, mod_revision: int, *, lease: int = 0) -> bool:
         tx = self._client.transactions
         with _mapped():
             ok, _ = self._client.transaction(
-                compare=[tx.mod(key) == mod_revision], success=[tx.put(key, value)], failure=[]
+                compare=[tx.mod(key) == mod_revision], success=[tx.put(key, value, lease=lease or None)], failure=[]
             )
         return bool(ok)
 

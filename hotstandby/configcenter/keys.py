@@ -52,6 +52,10 @@ class Keys:
     def clients(self) -> str:
         return f"{self.namespace}/clients/"
 
+    def lock(self, name: str) -> str:
+        """``<ns>/locks/<name>``: a short mutual exclusion held under a lease."""
+        return f"{self.namespace}/locks/{name}"
+
     def topics(self, cluster: str) -> str:
         return f"{self.namespace}/topics/{_seg(cluster)}/"
 

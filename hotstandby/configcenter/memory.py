@@ -114,26 +114,28 @@ class MemoryStore(KVStore):
     def put(self, key: str, value: bytes, *, lease: int = 0) -> int:
         with self._lock:
             self._check()
-            for _, _, keys in self._leases.values():
-                keys.discard(key)
-            if lease:
-                if lease not in self._leases:
-                    raise ConfigCenterUnavailable(f"memory store: lease {lease} not found")
-                self._leases[lease][2].add(key)
-            self._revision += 1
-            self._data[key] = KeyValue(key, bytes(value), self._revision)
-            self._commit(Event("put", key, bytes(value), self._revision))
-            return self._revision
+            return self._put(key, value, lease)
 
-    def put_if_revision(self, key: str, value: bytes, mod_revision: int) -> bool:
+    def _put(self, key: str, value: bytes, lease: int) -> int:
+        # Caller holds the lock.
+        for _, _, keys in self._leases.values():
+            keys.discard(key)
+        if lease:
+            if lease not in self._leases:
+                raise ConfigCenterUnavailable(f"memory store: lease {lease} not found")
+            self._leases[lease][2].add(key)
+        self._revision += 1
+        self._data[key] = KeyValue(key, bytes(value), self._revision)
+        self._commit(Event("put", key, bytes(value), self._revision))
+        return self._revision
+
+    def put_if_revision(self, key: str, value: bytes, mod_revision: int, *, lease: int = 0) -> bool:
         with self._lock:
             self._check()
             current = self._data.get(key)
             if (current.mod_revision if current else 0) != mod_revision:
                 return False
-            self._revision += 1
-            self._data[key] = KeyValue(key, bytes(value), self._revision)
-            self._commit(Event("put", key, bytes(value), self._revision))
+            self._put(key, value, lease)
             return True
 
     def delete(self, key: str) -> bool:

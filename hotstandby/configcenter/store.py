@@ -72,8 +72,9 @@ class KVStore(abc.ABC):
         """Write unconditionally (attached to ``lease`` if not 0); returns the new revision."""
 
     @abc.abstractmethod
-    def put_if_revision(self, key: str, value: bytes, mod_revision: int) -> bool:
-        """Write only if the key's mod revision is still ``mod_revision`` (0: key absent)."""
+    def put_if_revision(self, key: str, value: bytes, mod_revision: int, *, lease: int = 0) -> bool:
+        """Write only if the key's mod revision is still ``mod_revision`` (0: key absent),
+        attached to ``lease`` if not 0."""
 
     @abc.abstractmethod
     def delete(self, key: str) -> bool:

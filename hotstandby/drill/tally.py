@@ -1,0 +1,85 @@
+"""What a drill saw, counted as it happens (thread-safe): every record is a sequence number.
+
+A record is *produced* when the broker acknowledged it to the producer, *consumed* when a
+consumer acknowledged it (committed it, or returned it with auto commit). It is **lost** when
+produced and never consumed, **duplicated** when delivered again after it was consumed. A record
+delivered again before it was acknowledged (a manual committer's uncommitted records at a
+switch) is *redelivered*: the at-least-once contract, not a duplicate.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+__all__ = ["SwitchMark", "Tally"]
+
+
+@dataclass
+class SwitchMark:
+    """One route flip: when it happened and when the first record was consumed on ``to``."""
+
+    source: str
+    to: str
+    at: float = field(default_factory=time.monotonic)
+    killed: bool = False
+    first_consumed: float | None = None
+
+    @property
+    def latency_ms(self) -> float | None:
+        return None if self.first_consumed is None else round((self.first_consumed - self.at) * 1000, 1)
+
+
+class Tally:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.produced: set[int] = set()
+        self.failed: set[int] = set()
+        self.consumed: set[int] = set()
+        self._outstanding: set[int] = set()  # received, not yet acknowledged
+        self.deliveries = 0
+        self.duplicated = 0
+        self.redelivered = 0
+        self.switches: list[SwitchMark] = []
+
+    def delivered(self, seq: int, ok: bool) -> None:
+        """The producer's delivery report for ``seq``."""
+        with self._lock:
+            (self.produced if ok else self.failed).add(seq)
+
+    def received(self, seq: int, cluster: str) -> None:
+        """A consumer was handed ``seq`` while on ``cluster``."""
+        now = time.monotonic()
+        with self._lock:
+            self.deliveries += 1
+            if seq in self.consumed:
+                self.duplicated += 1
+            elif seq in self._outstanding:
+                self.redelivered += 1
+            else:
+                self._outstanding.add(seq)
+            for mark in self.switches:
+                if mark.first_consumed is None and mark.to == cluster:
+                    mark.first_consumed = now
+
+    def acknowledged(self, seqs: list[int]) -> None:
+        with self._lock:
+            for seq in seqs:
+                self._outstanding.discard(seq)
+                self.consumed.add(seq)
+
+    def flip(self, source: str, to: str, *, killed: bool = False) -> SwitchMark:
+        mark = SwitchMark(source, to, killed=killed)
+        with self._lock:
+            self.switches.append(mark)
+        return mark
+
+    def counts(self) -> tuple[int, int]:
+        """(produced, consumed of those) right now."""
+        with self._lock:
+            return len(self.produced), len(self.produced & self.consumed)
+
+    def lost(self) -> list[int]:
+        with self._lock:
+            return sorted(self.produced - self.consumed)
