@@ -10,6 +10,11 @@ never hands a record over twice.
   ledger and stores it in the config center, then commits on the broker. With
   ``enable.auto.commit`` (the default), records returned by ``poll`` count as processed at the
   next ``poll`` and are committed every ``auto.commit.interval.ms``, as with confluent_kafka.
+  Once the ledger is stored the records count as acknowledged, so ``commit(asynchronous=False)``
+  returns when the ledger is stored; the broker's offsets are always committed asynchronously
+  (a failure — an old cluster gone, a group being rebalanced — is logged, never raised, and a
+  synchronous broker commit would wait without a limit for a dead coordinator). A ledger that
+  cannot be stored raises.
 * A partition's ledger is claimed when the partition is assigned: a higher generation fences
   the previous owner's writes.
 * On a switch the consumer stores its ledgers, leaves the old cluster and subscribes on the new
@@ -235,7 +240,7 @@ class Consumer(RouteClient):
 
     def _maybe_auto_commit(self) -> None:
         if self._auto_commit and time.monotonic() - self._last_auto_commit >= self._auto_interval_s:
-            self._commit_processed()
+            self._commit_processed(asynchronous=True)
 
     def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
         """Mark records processed (for ``enable.auto.offset.store=false``)."""
@@ -267,10 +272,16 @@ class Consumer(RouteClient):
         self._flush_ledgers(self._ack_processed())
         if not self._processed:
             return None
-        if asynchronous:
-            self._inner.commit(offsets=self._offsets(), asynchronous=True)
-            return None
-        return self._inner.commit(offsets=self._offsets(), asynchronous=False)
+        offsets = self._offsets()
+        try:
+            # Always asynchronous on the broker: a synchronous commit waits without a limit for
+            # a coordinator, and a dead cluster would hold the client (and its switch) forever.
+            # The ledger already holds the acknowledgement; the broker's offsets only save
+            # re-reading, and the next commit stores them.
+            self._inner.commit(offsets=offsets, asynchronous=True)
+        except KafkaException as exc:
+            log.warning("consumer.broker_commit_failed", cluster=self._spec.name, error=str(exc))
+        return None if asynchronous else offsets
 
     def _ack_processed(self) -> set[tuple[str, int]]:
         """Move the identities of processed records into the ledgers; the ledgers touched."""
@@ -318,7 +329,7 @@ class Consumer(RouteClient):
                 for p, lg in self._logical.items()
                 if lg == tp.topic
             ]
-            return list(self._inner.committed(physical, timeout=-1 if timeout is None else timeout))
+            return list(self._inner.committed(physical, timeout=30.0 if timeout is None else timeout))
 
     def close(self) -> None:
         """Commit what was processed (with auto commit), store the ledgers, leave the group."""
