@@ -3,8 +3,10 @@
 A save is read, merge, compare-and-put: the stored acknowledgements are united with ours
 (acknowledgements only grow, so nothing a previous owner flushed is lost), old sessions are
 dropped, and the write succeeds only if the key did not change meanwhile. A stored generation
-higher than ours means a newer owner took the partition over: :class:`FencedError`, nothing
-written. Flush the ledger before committing offsets: a ledger ahead of the committed position
+higher than ours means a newer owner took the partition over: our acknowledgements are still
+merged (records we processed stay processed, and the new owner, which follows the stored
+ledgers, skips them), the generation and owner stay the newer owner's, and
+:class:`FencedError` tells us to stop consuming the partition. Flush the ledger before committing offsets: a ledger ahead of the committed position
 only filters records, one behind costs duplicates.
 """
 
@@ -66,16 +68,19 @@ class LedgerStore:
         for _ in range(_CAS_ATTEMPTS):
             kv = self._center.store.get(key)
             stored = LedgerDocument.from_json(kv.value, key) if kv else LedgerDocument(PartitionLedger())
-            if stored.generation > generation:
-                raise FencedError(
-                    f"{key}: generation {stored.generation} (owner {stored.owner!r}) is newer than ours ({generation})"
-                )
+            fenced = stored.generation > generation
             merged = stored.ledger
             merged.merge(ledger)
             now = _now_ms()
             dropped = merged.gc(self.session_max_age_ms, now)
-            doc = LedgerDocument(merged, generation=generation, owner=owner, updated_at_ms=now)
+            doc = LedgerDocument(merged, generation=stored.generation if fenced else generation,
+                                 owner=stored.owner if fenced else owner, updated_at_ms=now)  # fmt: skip
             if self._center.store.put_if_revision(key, doc.to_json().encode(), kv.mod_revision if kv else 0):
+                if fenced:
+                    raise FencedError(
+                        f"{key}: generation {stored.generation} (owner {stored.owner!r}) is newer than ours "
+                        f"({generation}); our acknowledgements were merged"
+                    )
                 log.debug("ledger.flushed", key=key, generation=generation, records=len(merged), dropped=len(dropped))
                 return doc
         raise ConcurrentUpdateError(f"{key}: changed {_CAS_ATTEMPTS} times while saving; try again")

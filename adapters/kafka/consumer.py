@@ -34,6 +34,7 @@ from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from hotstandby.adapters.kafka.group_leave import leave_in_turn
+from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
 from hotstandby.client_options import ClientOptions
 from hotstandby.configcenter.lock import StoreLock
 from hotstandby.documents import ClusterSpec, Link, Route
@@ -41,6 +42,7 @@ from hotstandby.errors import FencedError, FormatError
 from hotstandby.follower import RouteClient, RouteFollower, wait_slices
 from hotstandby.identity import HEADER, RecordId
 from hotstandby.ledger import PartitionLedger
+from hotstandby.ledger_follower import LedgerFollower
 from hotstandby.ledger_store import LedgerStore
 from hotstandby.logs import get_logger
 from hotstandby.switching import SwitchState
@@ -90,7 +92,11 @@ class Consumer(RouteClient):
         self._ledgers: dict[tuple[str, int], PartitionLedger] = {}  # (logical topic, partition)
         self._generations: dict[tuple[str, int], int] = {}
         self._owned: set[tuple[str, int]] = set()  # ledgers claimed for the current assignment
-        self._delivered: dict[Slot, deque[tuple[int, RecordId | None]]] = {}
+        # Per physical partition: (offset, identity or None when filtered, timestamp) handed out.
+        self._delivered: dict[Slot, deque[tuple[int, RecordId | None, int]]] = {}
+        self._processed_ts: dict[Slot, int] = {}  # timestamp of the last processed record
+        self._starts: StartPositions | None = None  # after a switch: where each partition starts
+        self._started: set[Slot] = set()
         self._processed: dict[Slot, int] = {}  # next offset to commit, per physical partition
         self._last_returned: _Message | None = None
         self._last_auto_commit = time.monotonic()
@@ -100,6 +106,9 @@ class Consumer(RouteClient):
         self.filtered = 0
         self.switches = 0
         self._inner = self._follow(self._connect, self._perform)
+        self._ledger_follower = LedgerFollower(self._follower.center, self.group, self._merge_stored,
+                                               name=f"ledgers-{self.options.client_id}")  # fmt: skip
+        self._ledger_follower.start()
 
     # -- connections and topics -----------------------------------------------------------
 
@@ -139,6 +148,9 @@ class Consumer(RouteClient):
     def _assigned(self, inner: Any, partitions: list[TopicPartition]) -> None:
         if inner is not self._inner or self._closing:
             return  # the consumer of a cluster we left, or we are closing
+        if self._starts is not None:
+            self._place(partitions)
+            inner.assign(partitions)
         for key in {(self._logical.get(tp.topic, tp.topic), tp.partition) for tp in partitions}:
             doc = self._ledgers_store.claim(self.group, key[0], key[1], owner=self.options.client_id)
             ledger = self._ledgers.setdefault(key, PartitionLedger())
@@ -147,6 +159,25 @@ class Consumer(RouteClient):
             self._owned.add(key)
         if self._on_assign:
             self._on_assign(self, self._logical_partitions(partitions))
+
+    def _merge_stored(self, topic: str, partition: int, ledger: PartitionLedger) -> None:
+        """Acknowledgements stored by any member (ourselves included) join our filter."""
+        with self._lock:
+            self._ledgers.setdefault((topic, partition), PartitionLedger()).merge(ledger)
+
+    def _place(self, partitions: list[TopicPartition]) -> None:
+        """Set the start offset of partitions assigned for the first time since the switch."""
+        assert self._starts is not None
+        for tp in partitions:
+            slot = (tp.topic, tp.partition)
+            if slot in self._started:
+                continue
+            self._started.add(slot)
+            proposal = self._starts.choose(tp.topic, tp.partition, self._logical.get(tp.topic, tp.topic))
+            if proposal is not None:
+                tp.offset = proposal.position
+                log.info("consumer.start_position", cluster=self._spec.name, topic=tp.topic, partition=tp.partition,
+                         offset=proposal.position, strategy=proposal.strategy, detail=proposal.detail)  # fmt: skip
 
     def _revoked(self, inner: Any, partitions: list[TopicPartition]) -> None:
         if inner is not self._inner or self._closing:
@@ -217,11 +248,11 @@ class Consumer(RouteClient):
         ledger = self._ledgers.get((logical, rid.partition if rid else partition))
         if rid is not None and ledger is not None and rid in ledger:
             self.filtered += 1
-            self._delivered.setdefault(slot, deque()).append((offset, None))
+            self._delivered.setdefault(slot, deque()).append((offset, None, msg.timestamp()[1]))
             self._processed[slot] = max(self._processed.get(slot, 0), offset + 1)
             log.debug("record.filtered", topic=logical, partition=partition, offset=offset)
             return None
-        self._delivered.setdefault(slot, deque()).append((offset, rid))
+        self._delivered.setdefault(slot, deque()).append((offset, rid, msg.timestamp()[1]))
         out = _Message(
             topic=logical, partition=partition, offset=offset, key=msg.key(), value=msg.value(),
             headers=msg.headers(), timestamp=msg.timestamp(),
@@ -256,7 +287,7 @@ class Consumer(RouteClient):
             # Offsets name physical partitions: the logical topic's own ("orders") or a remote
             # copy ("kafka-b.orders"); commit(message=...) picks the right one by itself.
             return {(tp.topic, tp.partition): tp.offset for tp in offsets}
-        return {slot: max(o for o, _ in entries) + 1 for slot, entries in self._delivered.items() if entries}
+        return {slot: max(e[0] for e in entries) + 1 for slot, entries in self._delivered.items() if entries}
 
     def commit(
         self, message: Message | None = None, offsets: list[TopicPartition] | None = None, asynchronous: bool = True
@@ -291,7 +322,8 @@ class Consumer(RouteClient):
             entries = self._delivered.get(slot)
             logical = self._logical.get(slot[0], slot[0])
             while entries and entries[0][0] < next_offset:
-                _, rid = entries.popleft()
+                _, rid, ts = entries.popleft()
+                self._processed_ts[slot] = ts
                 if rid is not None:
                     key = (logical, rid.partition)
                     self._ledgers.setdefault(key, PartitionLedger()).ack(rid, now)
@@ -311,8 +343,9 @@ class Consumer(RouteClient):
                     self.group, topic, partition, self._ledgers[(topic, partition)],
                     generation=generation, owner=self.options.client_id,
                 )  # fmt: skip
-            except FencedError as exc:
+            except FencedError as exc:  # another member owns it now; our acks were merged
                 log.warning("ledger.fenced", topic=topic, partition=partition, error=str(exc))
+                self._owned.discard((topic, partition))
 
     # -- the rest of the confluent_kafka surface ------------------------------------------
 
@@ -344,6 +377,7 @@ class Consumer(RouteClient):
         self._leave(inner, self._spec)
         for thread in self._leaving:
             thread.join(_LEAVE_TIMEOUT_S)
+        self._ledger_follower.close()
         self._follower.close()
 
     def __enter__(self) -> Consumer:
@@ -381,6 +415,13 @@ class Consumer(RouteClient):
             raise
         with self._lock:
             old = self._inner
+            visit = Visit(current.active, dict(self._processed), dict(self._processed_ts))
+            self._starts = StartPositions(
+                group=self.group, spec=spec, previous=visit, clusters=self._follower.cluster,
+                links=self._follower.center.links(), skew_ms=self.options.timestamp_skew_ms, consumer=new,
+            )  # fmt: skip
+            self._started.clear()
+            self._processed_ts.clear()
             self._inner, self._spec = new, spec
             self._owned.clear()  # claimed again as the new cluster assigns partitions
             self._delivered.clear()

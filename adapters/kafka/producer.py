@@ -287,5 +287,6 @@ class Producer(RouteClient):
             self.resent += len(replay)
             self.switches += 1
         old.poll(0)  # callbacks of the old client are ignored (older generation)
+        old.close()  # nothing is left in it (purged): it stops reconnecting to the old cluster
         log.info("producer.switched", client=self.options.client_id, source=current.active, to=target.active,
                  epoch=target.epoch, resent=len(replay))  # fmt: skip

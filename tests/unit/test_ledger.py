@@ -70,7 +70,7 @@ def test_save_merges_with_what_a_previous_owner_flushed(store: LedgerStore) -> N
     assert (loaded.generation, loaded.owner, list(loaded.ledger.ranges(S1))) == (2, "c2", [(0, 2)])
 
 
-def test_a_stale_generation_is_fenced_and_writes_nothing(store: LedgerStore) -> None:
+def test_a_stale_generation_is_fenced_but_its_acknowledgements_are_kept(store: LedgerStore) -> None:
     ledger = PartitionLedger()
     ledger.ack(rid(S1, 0), now_ms=NOW)
     store.save("g", "orders", 0, ledger, generation=5, owner="new")
@@ -78,7 +78,10 @@ def test_a_stale_generation_is_fenced_and_writes_nothing(store: LedgerStore) -> 
     stale.ack(rid(S1, 99), now_ms=NOW)
     with pytest.raises(FencedError, match="generation 5"):
         store.save("g", "orders", 0, stale, generation=4, owner="old")
-    assert rid(S1, 99) not in store.load("g", "orders", 0).ledger
+    loaded = store.load("g", "orders", 0)
+    # Processed by the old owner: must stay filtered; the ownership stays with the new owner.
+    assert rid(S1, 99) in loaded.ledger and rid(S1, 0) in loaded.ledger
+    assert (loaded.generation, loaded.owner) == (5, "new")
 
 
 def test_old_sessions_are_dropped_when_saving() -> None:
