@@ -100,6 +100,7 @@ class Producer(RouteClient):
         self._window: deque[_Record] = deque()
         self._window_bytes = 0
         self._partitioner = Partitioner(self.options.partitioner)
+        # Kept across switches: a replicated topic has the same partitions on every cluster.
         self._partition_counts: dict[str, int] = {}
         self._generation = 0
         self._user_purge = False
@@ -121,7 +122,13 @@ class Producer(RouteClient):
     def _partitions(self, inner: RawProducer, topic: str) -> int:
         count = self._partition_counts.get(topic)
         if count is None:
-            metadata = inner.list_topics(topic, timeout=_METADATA_TIMEOUT_S).topics.get(topic)
+            try:
+                metadata = inner.list_topics(topic, timeout=_METADATA_TIMEOUT_S).topics.get(topic)
+            except KafkaException as exc:
+                if exc.args and exc.args[0].code() == KafkaError._TIMED_OUT:
+                    # A slow or restarting cluster: back-pressure, as when the queue is full.
+                    raise BufferError(f"partition count of {topic!r} not known yet: {exc}") from None
+                raise
             if metadata is None or metadata.error is not None or not metadata.partitions:
                 raise KafkaException(
                     metadata.error if metadata and metadata.error else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
@@ -279,7 +286,6 @@ class Producer(RouteClient):
             self._generation += 1
             old.purge(in_queue=True, in_flight=True, blocking=False)
             self._inner, self._spec = new, spec
-            self._partition_counts.clear()
             replay = {r.slot: r for r in self._window}
             replay.update(self._pending)
             for record in sorted(replay.values(), key=lambda r: r.slot):

@@ -1,0 +1,64 @@
+"""Switch latency: route flip in etcd -> first record consumed on the new cluster.
+
+    python bench/switch_latency.py --system kafka [--switches K] [--json]
+
+Starts its own reference cluster on free loopback ports and runs the drill's workload (an SDK
+producer at a steady rate, two SDK consumers in one group) through K planned flips
+A -> B -> A ..., measuring each flip from the etcd write to the first record a consumer
+receives on the new cluster: the drain of the old cluster, the group join on the new one
+(about half the session timeout on the reference broker), the translated start positions.
+The same run checks that nothing was lost or duplicated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+
+from hotstandby.drill import DrillOptions, run_kafka_drill
+from hotstandby.refcluster import Ports, RefCluster
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--system", choices=("kafka",), default="kafka")
+    parser.add_argument("--switches", type=int, default=12)
+    parser.add_argument("--rate", type=int, default=100, help="records/s offered by the producer")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if args.switches < 10:
+        parser.error("--switches must be at least 10 for a p99")
+    # About 5 s of records between flips: enough for the consumers to settle on each cluster.
+    messages = args.rate * 5 * (args.switches + 1)
+    options = DrillOptions(messages=messages, switches=args.switches, consumers=2, rate=args.rate, timeout_s=110)
+    with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, RefCluster(tmp, Ports.free()) as rc:
+        report = run_kafka_drill(rc, options)
+    latencies = [s.latency_ms for s in report.switches if s.latency_ms is not None]
+    if len(latencies) < 2:
+        print(f"only {len(latencies)} switches were measured", file=sys.stderr)
+        return 1
+    q = statistics.quantiles(sorted(latencies), n=100, method="inclusive")
+    result = {
+        "system": args.system,
+        "switches": len(report.switches),
+        "measured": len(latencies),
+        "p50_ms": round(q[49], 1),
+        "p99_ms": round(q[98], 1),
+        "max_ms": round(max(latencies), 1),
+        "latencies_ms": latencies,
+        "lost": report.lost,
+        "duplicated": report.duplicated,
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{len(latencies)} switches: p50 {result['p50_ms']} ms, p99 {result['p99_ms']} ms "
+              f"(lost {report.lost}, duplicated {report.duplicated})")  # fmt: skip
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
