@@ -22,6 +22,7 @@ import time
 import uuid
 from typing import Any
 
+from hotstandby.logs import configure
 from hotstandby.refcluster import Ports, RefCluster
 
 
@@ -75,7 +76,8 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
         return (records - 1) / max(time.perf_counter() - first, 1e-9)
 
     rates: dict[str, list[float]] = {"raw_produce": [], "sdk_produce": [], "raw_consume": [], "sdk_consume": []}
-    for r in range(rounds):
+    # Round 0 warms the broker and both clients up and is not counted.
+    for r in range(rounds + 1):
         for kind in ("raw", "sdk") if r % 2 == 0 else ("sdk", "raw"):
             name = topic()
             if kind == "raw":
@@ -93,8 +95,11 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
                 rates[f"{kind}_consume"].append(consume(consumer, name))
             finally:
                 consumer.close()
-            print(f"round {r + 1}/{rounds} {kind}: produce {rates[f'{kind}_produce'][-1]:,.0f}/s, "
+            print(f"round {r}/{rounds} {kind}: produce {rates[f'{kind}_produce'][-1]:,.0f}/s, "
                   f"consume {rates[f'{kind}_consume'][-1]:,.0f}/s", file=sys.stderr)  # fmt: skip
+            if r == 0:  # warm-up
+                for series in rates.values():
+                    series.clear()
     med = {k: statistics.median(v) for k, v in rates.items()}
     return {
         "system": "kafka",
@@ -115,6 +120,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    configure("warning")
     with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, RefCluster(tmp, Ports.free()) as rc:
         result = _kafka(rc, args.records, args.size, args.rounds)
     if args.json:

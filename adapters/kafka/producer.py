@@ -114,11 +114,6 @@ class Producer(RouteClient):
         config = {**spec.client_config("producer"), **self._raw_config, "bootstrap.servers": spec.url}
         return RawProducer(config, **self._raw_kwargs)
 
-    @property
-    def switch_state(self) -> SwitchState:
-        assert self._follower.switcher is not None
-        return self._follower.switcher.state
-
     def _partitions(self, inner: RawProducer, topic: str) -> int:
         count = self._partition_counts.get(topic)
         if count is None:
