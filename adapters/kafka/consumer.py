@@ -94,6 +94,7 @@ class Consumer(RouteClient):
         self._owned: set[tuple[str, int]] = set()  # ledgers claimed for the current assignment
         # Per physical partition: (offset, identity or None when filtered, timestamp) handed out.
         self._delivered: dict[Slot, deque[tuple[int, RecordId | None, int]]] = {}
+        self._in_flight: set[tuple[str, RecordId]] = set()  # (logical topic, id) handed out, not acked
         self._processed_ts: dict[Slot, int] = {}  # timestamp of the last processed record
         self._starts: StartPositions | None = None  # after a switch: where each partition starts
         self._started: set[Slot] = set()
@@ -190,7 +191,9 @@ class Consumer(RouteClient):
         except KafkaException as exc:  # the ledger is stored already; the broker may be gone
             log.warning("consumer.commit_on_revoke_failed", error=str(exc))
         for tp in partitions:
-            self._delivered.pop((tp.topic, tp.partition), None)
+            for _, rid, _ in self._delivered.pop((tp.topic, tp.partition), ()):
+                if rid is not None:
+                    self._in_flight.discard((self._logical.get(tp.topic, tp.topic), rid))
             self._processed.pop((tp.topic, tp.partition), None)
         gone = {(tp.topic, tp.partition) for tp in partitions}
         # A logical partition stays owned while another of its physical topics is still assigned.
@@ -246,13 +249,17 @@ class Consumer(RouteClient):
                 log.warning("record.bad_identity", topic=physical, partition=partition, offset=offset, error=str(exc))
         slot = (physical, partition)
         ledger = self._ledgers.get((logical, rid.partition if rid else partition))
-        if rid is not None and ledger is not None and rid in ledger:
+        if rid is not None and ((ledger is not None and rid in ledger) or (logical, rid) in self._in_flight):
             self.filtered += 1
             self._delivered.setdefault(slot, deque()).append((offset, None, msg.timestamp()[1]))
             self._processed[slot] = max(self._processed.get(slot, 0), offset + 1)
             log.debug("record.filtered", topic=logical, partition=partition, offset=offset)
             return None
         self._delivered.setdefault(slot, deque()).append((offset, rid, msg.timestamp()[1]))
+        if rid is not None:
+            # Handed out, not yet in the ledger: a copy or re-sent twin arriving meanwhile (from
+            # another physical topic) is the same record and must not be handed out again.
+            self._in_flight.add((logical, rid))
         out = _Message(
             topic=logical, partition=partition, offset=offset, key=msg.key(), value=msg.value(),
             headers=msg.headers(), timestamp=msg.timestamp(),
@@ -324,6 +331,8 @@ class Consumer(RouteClient):
             while entries and entries[0][0] < next_offset:
                 _, rid, ts = entries.popleft()
                 self._processed_ts[slot] = ts
+                if rid is not None:
+                    self._in_flight.discard((logical, rid))
                 if rid is not None:
                     key = (logical, rid.partition)
                     self._ledgers.setdefault(key, PartitionLedger()).ack(rid, now)
@@ -425,6 +434,7 @@ class Consumer(RouteClient):
             self._inner, self._spec = new, spec
             self._owned.clear()  # claimed again as the new cluster assigns partitions
             self._delivered.clear()
+            self._in_flight.clear()
             self._processed.clear()
             if self._topics:
                 self._subscribe_inner()

@@ -12,9 +12,11 @@ from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka import Consumer, Producer
 from hotstandby.configcenter import ConfigCenter
+from hotstandby.identity import HEADER, RecordId
 from hotstandby.refcluster import RefCluster
 from hotstandby.switching import SwitchState
 from tests.integration.kafka_helpers import create_topic, route_config
+from tests.integration.kafka_helpers import producer as raw_producer
 from tests.support import wait_for
 
 
@@ -155,3 +157,30 @@ def test_planned_switch_drains_the_old_cluster_first(
             consumer.close()
     finally:
         refcluster.restart(replicator)
+
+
+def test_a_copy_arriving_before_the_original_is_acknowledged_is_not_handed_out_again(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """A re-sent record and its replicated copy can both reach a member before the ledger holds
+    either (auto commit stores it up to an interval later): the second is the same record."""
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    a = refcluster.cluster_spec("kafka-a")
+    for name in (topic, f"kafka-b.{topic}"):
+        create_topic(a, name, 1)
+    raw = raw_producer(a)
+    ids = [RecordId(b"\x07" * 16, 0, seq).encode() for seq in range(20)]
+    for name in (topic, f"kafka-b.{topic}"):  # the same 20 records in both physical topics
+        for seq, rid in enumerate(ids):
+            raw.produce(name, value=f"r{seq}".encode(), partition=0, headers=[(HEADER, rid)])
+    assert raw.flush(30) == 0
+    consumer = Consumer(route_config(refcluster, namespace, **{"group.id": f"g-{uuid.uuid4().hex[:6]}",
+                                                               "auto.commit.interval.ms": 60_000}))  # fmt: skip
+    try:
+        consumer.subscribe([topic])
+        got = consume(consumer, 20)
+        got += consume_until(consumer, lambda: consumer.filtered >= 20, what=lambda: f"filtered {consumer.filtered}")
+        assert no_more(consumer, within=1.0) == []
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(f"r{i}" for i in range(20))
