@@ -1,0 +1,90 @@
+"""Which start position a Kafka consumer takes on the cluster it moved to (pure logic: the
+broker lookups are answered by a stand-in)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
+from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
+from hotstandby.documents import ClusterSpec, Link
+
+A, B = "kafka-a", "kafka-b"
+LINKS = {(A, B): Link(source=A, target=B), (B, A): Link(source=B, target=A)}
+
+
+class Broker:
+    """Answers what StartPositions asks a consumer: committed offsets, timestamps, watermarks."""
+
+    def __init__(self, committed: dict[tuple[str, int], int] | None = None, by_time: int = -1, low: int = 0) -> None:
+        self.committed_offsets = committed or {}
+        self.by_time, self.low = by_time, low
+        self.asked_times: list[int] = []
+
+    def committed(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+        return [TopicPartition(tp.topic, tp.partition, self.committed_offsets.get((tp.topic, tp.partition), -1001))
+                for tp in tps]  # fmt: skip
+
+    def offsets_for_times(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+        self.asked_times += [tp.offset for tp in tps]
+        return [TopicPartition(tp.topic, tp.partition, self.by_time) for tp in tps]
+
+    def get_watermark_offsets(self, tp: TopicPartition, timeout: float) -> tuple[int, int]:
+        return self.low, 10_000
+
+
+def starts(broker: Broker, previous: Visit, internal: dict[str, list[Any]] | None = None) -> StartPositions:
+    s = StartPositions(group="g", spec=ClusterSpec(name=B, kind="kafka", url="127.0.0.1:1"), previous=previous,
+                       clusters=lambda n: ClusterSpec(name=n, kind="kafka", url="127.0.0.1:1"), links=LINKS,
+                       skew_ms=5000, consumer=broker)  # type: ignore[arg-type]  # fmt: skip
+    s._cache = {(kind, topic): records for topic, records in (internal or {}).items()
+                for kind in ("checkpoints", "syncs")}  # fmt: skip
+    return s
+
+
+def test_a_copy_starts_at_the_newest_checkpoint_of_the_group() -> None:
+    cps = [Checkpoint("g", "kafka-a.orders", 0, 100, 90), Checkpoint("g", "kafka-a.orders", 0, 200, 180),
+           Checkpoint("other", "kafka-a.orders", 0, 900, 900)]  # fmt: skip
+    p = starts(Broker(), Visit(A), {"kafka-a.checkpoints.internal": cps}).choose("kafka-a.orders", 0, "orders")
+    assert p is not None and (p.position, p.strategy) == (180, "mm2-checkpoint")
+
+
+def test_the_furthest_exact_position_wins_over_an_older_commit() -> None:
+    cps = [Checkpoint("g", "kafka-a.orders", 0, 200, 180)]
+    broker = Broker(committed={("kafka-a.orders", 0): 50})
+    p = starts(broker, Visit(A), {"kafka-a.checkpoints.internal": cps}).choose("kafka-a.orders", 0, "orders")
+    assert p is not None and (p.position, p.strategy) == (180, "mm2-checkpoint")
+    broker.committed_offsets[("kafka-a.orders", 0)] = 300
+    p = starts(broker, Visit(A), {"kafka-a.checkpoints.internal": cps}).choose("kafka-a.orders", 0, "orders")
+    assert p is not None and (p.position, p.strategy) == (300, "committed")
+
+
+def test_failback_translates_the_position_on_the_copy_back_through_the_offset_syncs() -> None:
+    # The group read kafka-b's "orders" on kafka-a as "kafka-b.orders" up to offset 75 there.
+    syncs = [OffsetSync("orders", 0, 100, 40), OffsetSync("orders", 0, 150, 70), OffsetSync("orders", 0, 160, 80)]
+    previous = Visit(A, positions={("kafka-b.orders", 0): 75})
+    p = starts(Broker(), previous, {"mm2-offset-syncs.kafka-a.internal": syncs}).choose("orders", 0, "orders")
+    assert p is not None and (p.position, p.strategy) == (151, "mm2-reverse-sync")
+
+
+def test_without_exact_data_a_timestamp_seek_minus_the_skew_then_the_beginning() -> None:
+    broker = Broker(by_time=42)
+    previous = Visit(A, timestamps={("orders", 0): 1_000_000})
+    p = starts(broker, previous).choose("kafka-a.orders", 0, "orders")
+    assert p is not None and (p.position, p.strategy) == (42, "timestamp")
+    assert broker.asked_times == [1_000_000 - 5000]
+    # Nothing known about this stream: no guessing, the beginning.
+    p = starts(Broker(by_time=42, low=7), Visit(A)).choose("kafka-a.orders", 0, "orders")
+    assert p is not None and (p.position, p.strategy) == (7, "beginning")
+
+
+def test_missing_or_foreign_data_is_ignored() -> None:
+    # Checkpoints of another topic and syncs of another partition say nothing about ours.
+    internal = {"kafka-a.checkpoints.internal": [Checkpoint("g", "kafka-a.other", 0, 5, 5)],
+                "mm2-offset-syncs.kafka-a.internal": [OffsetSync("orders", 1, 100, 40)]}  # fmt: skip
+    previous = Visit(A, positions={("kafka-b.orders", 0): 75})
+    for topic in ("kafka-a.orders", "orders"):
+        p = starts(Broker(low=3), previous, internal).choose(topic, 0, "orders")
+        assert p is not None and (p.position, p.strategy) == (3, "beginning")
