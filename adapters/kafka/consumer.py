@@ -106,6 +106,10 @@ class Consumer(RouteClient):
         self._leaving: list[threading.Thread] = []  # old clusters' consumers leaving their group
         self.filtered = 0
         self.switches = 0
+        # A consumer that starts while other members of its group are still on an older epoch
+        # (draining the old cluster) hands nothing out until they have stored their ledgers.
+        self._holding_since: float | None = time.monotonic()
+        self._last_peer_check = 0.0
         self._inner = self._follow(self._connect, self._perform)
         self._ledger_follower = LedgerFollower(self._follower.center, self.group, self._merge_stored,
                                                name=f"ledgers-{self.options.client_id}")  # fmt: skip
@@ -151,7 +155,10 @@ class Consumer(RouteClient):
             return  # the consumer of a cluster we left, or we are closing
         if self._starts is not None:
             self._place(partitions)
+        if self._starts is not None or self._holding_since is not None:
             inner.assign(partitions)
+        if self._holding_since is not None:
+            inner.pause(partitions)
         for key in {(self._logical.get(tp.topic, tp.topic), tp.partition) for tp in partitions}:
             doc = self._ledgers_store.claim(self.group, key[0], key[1], owner=self.options.client_id)
             ledger = self._ledgers.setdefault(key, PartitionLedger())
@@ -160,6 +167,28 @@ class Consumer(RouteClient):
             self._owned.add(key)
         if self._on_assign:
             self._on_assign(self, self._logical_partitions(partitions))
+
+    def _check_peers(self) -> None:
+        """While holding: release once no other member is behind (or the drain timeout passed),
+        after merging the stored ledgers of our partitions."""
+        assert self._holding_since is not None
+        now = time.monotonic()
+        if now - self._last_peer_check < 0.1:
+            return
+        self._last_peer_check = now
+        behind = self._follower.await_peers(self._follower.route, 0, group=self.group)
+        # A peer drains for at most the drain timeout, then stores its ledgers at once.
+        timed_out = now - self._holding_since > 2 * self.options.drain_timeout_ms / 1000
+        if behind and not timed_out:
+            return
+        if behind:
+            log.warning("consumer.peers_behind", group=self.group, clients=behind, epoch=self._follower.route.epoch)
+        for topic, partition in sorted(self._owned):
+            self._ledgers.setdefault((topic, partition), PartitionLedger()).merge(
+                self._ledgers_store.load(self.group, topic, partition).ledger
+            )
+        self._holding_since = None
+        self._inner.resume(self._inner.assignment())
 
     def _merge_stored(self, topic: str, partition: int, ledger: PartitionLedger) -> None:
         """Acknowledgements stored by any member (ourselves included) join our filter."""
@@ -214,6 +243,8 @@ class Consumer(RouteClient):
                 if self._switching:
                     self._lock.wait(wait)
                     continue
+                if self._holding_since is not None:
+                    self._check_peers()
                 msg = self._inner.poll(wait)
                 if msg is None:
                     continue

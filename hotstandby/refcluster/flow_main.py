@@ -1,8 +1,10 @@
-"""The entry point shared by the replicator processes: load a flow config, run until SIGTERM."""
+"""The entry point shared by the replicator processes: load a flow config, run until SIGTERM
+(in a supervised child process, restarted after a crash: see supervise.py)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -11,6 +13,7 @@ from typing import Any, Protocol
 
 from hotstandby.errors import HotStandbyError
 from hotstandby.logs import configure
+from hotstandby.refcluster.supervise import CHILD_ENV, supervise
 
 __all__ = ["run_flow_process"]
 
@@ -30,6 +33,8 @@ def run_flow_process(prog: str, load: Callable[[str], Any], build: Callable[[Any
     except HotStandbyError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
+    if os.environ.get(CHILD_ENV) != "1":
+        return supervise([sys.executable, *sys.orig_argv[1:]])
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

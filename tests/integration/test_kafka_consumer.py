@@ -184,3 +184,51 @@ def test_a_copy_arriving_before_the_original_is_acknowledged_is_not_handed_out_a
     finally:
         consumer.close()
     assert sorted(got) == sorted(f"r{i}" for i in range(20))
+
+
+def test_a_member_joining_during_a_switch_rebalances_without_duplicates(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """The flip moves member 1 while member 2 starts on the new cluster: the group rebalances
+    there while member 1 is still switching. Together they get every record exactly once."""
+    topic = f"r-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 2)
+    before = [f"a{i}" for i in range(200)]
+    produce(refcluster, namespace, topic, before)
+    config = route_config(refcluster, namespace, **{"group.id": f"g-{uuid.uuid4().hex[:6]}",
+                                                    "auto.commit.interval.ms": 200})  # fmt: skip
+    first = Consumer(config)
+    second: Consumer | None = None
+    got: list[str] = []
+    try:
+        assigned: list[tuple[str, str]] = []
+        first.subscribe([topic], on_assign=lambda c, parts: assigned.append(("first", c.cluster)))
+        got += consume(first, 100)
+        center.switch("orders", "kafka-b", reason="test")
+        second = Consumer(config)  # starts on kafka-b, while the first one is moving there
+        second.subscribe([topic], on_assign=lambda c, parts: assigned.append(("second", c.cluster)))
+        after = [f"b{i}" for i in range(100)]
+        produce(refcluster, namespace, topic, after)
+        both = {("first", "kafka-b"), ("second", "kafka-b")}
+        deadline = time.monotonic() + 120
+        quiet_until = None
+        # Poll both (a rebalance needs every member to poll) until all arrived, both had
+        # partitions on kafka-b, and 2 s passed without anything new.
+        while time.monotonic() < deadline:
+            for member in (first, second):
+                msg = member.poll(0.1)
+                if msg is not None and msg.error() is None:
+                    got.append(msg.value().decode())
+                    quiet_until = None
+            if len(got) >= 300 and both <= set(assigned):
+                quiet_until = quiet_until or time.monotonic() + 2.0
+                if time.monotonic() >= quiet_until:
+                    break
+        assert both <= set(assigned), f"both must be members on kafka-b: {assigned}"
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+    assert len(got) == len(set(got)), "a record was handed out twice"
+    assert sorted(got) == sorted(before + after)
