@@ -6,8 +6,9 @@ dropped, and the write succeeds only if the key did not change meanwhile. A stor
 higher than ours means a newer owner took the partition over: our acknowledgements are still
 merged (records we processed stay processed, and the new owner, which follows the stored
 ledgers, skips them), the generation and owner stay the newer owner's, and
-:class:`FencedError` tells us to stop consuming the partition. Flush the ledger before committing offsets: a ledger ahead of the committed position
-only filters records, one behind costs duplicates.
+:class:`FencedError` tells us that another member owns it now. Flush the ledger before
+committing offsets: a ledger ahead of the committed position only filters records, one
+behind costs duplicates.
 """
 
 from __future__ import annotations

@@ -92,6 +92,7 @@ class Consumer(RouteClient):
         self._ledgers: dict[tuple[str, int], PartitionLedger] = {}  # (logical topic, partition)
         self._generations: dict[tuple[str, int], int] = {}
         self._owned: set[tuple[str, int]] = set()  # ledgers claimed for the current assignment
+        self._fenced: set[tuple[str, int]] = set()  # of those, claimed by another member since
         # Per physical partition: (offset, identity or None when filtered, timestamp) handed out.
         self._delivered: dict[Slot, deque[tuple[int, RecordId | None, int]]] = {}
         self._in_flight: set[tuple[str, RecordId]] = set()  # (logical topic, id) handed out, not acked
@@ -165,6 +166,7 @@ class Consumer(RouteClient):
             ledger.merge(doc.ledger)
             self._generations[key] = doc.generation
             self._owned.add(key)
+            self._fenced.discard(key)
         if self._on_assign:
             self._on_assign(self, self._logical_partitions(partitions))
 
@@ -383,9 +385,13 @@ class Consumer(RouteClient):
                     self.group, topic, partition, self._ledgers[(topic, partition)],
                     generation=generation, owner=self.options.client_id,
                 )  # fmt: skip
-            except FencedError as exc:  # another member owns it now; our acks were merged
-                log.warning("ledger.fenced", topic=topic, partition=partition, error=str(exc))
-                self._owned.discard((topic, partition))
+            except FencedError as exc:
+                # Another member claimed it while the broker still has it assigned to us (a
+                # rebalance or a switch in progress): our acknowledgements were merged, and
+                # they keep being stored until the partition is revoked.
+                if (topic, partition) not in self._fenced:
+                    self._fenced.add((topic, partition))
+                    log.warning("ledger.fenced", topic=topic, partition=partition, error=str(exc))
 
     # -- the rest of the confluent_kafka surface ------------------------------------------
 
