@@ -97,12 +97,14 @@ def test_raw_pulsar_client_produce_and_consume(refcluster: RefCluster, cluster: 
         producer = client.create_producer(topic)
         for i in range(30):
             producer.send(f"m{i}".encode(), properties={"i": str(i)}, partition_key=f"k{i % 3}")
-        got = []
-        for _ in range(30):
+        got: list[tuple[str, str, str]] = []
+        # Pulsar delivers at least once: pulsar-lite was seen redelivering a message under load.
+        while len(set(got)) < 30:
             msg = consumer.receive(timeout_millis=10_000)
             got.append((msg.data().decode(), msg.properties()["i"], msg.partition_key()))
             consumer.acknowledge(msg)
-        assert got == [(f"m{i}", str(i), f"k{i % 3}") for i in range(30)]
+        first_seen = list(dict.fromkeys(got))
+        assert first_seen == [(f"m{i}", str(i), f"k{i % 3}") for i in range(30)]
     finally:
         client.close()
 
