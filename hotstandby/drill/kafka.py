@@ -92,8 +92,14 @@ class _Clients:
 def _create_topic(url: str, topic: str) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+    from confluent_kafka import KafkaError, KafkaException
+
     admin = AdminClient({"bootstrap.servers": url})
-    admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])[topic].result(15)
+    try:
+        admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])[topic].result(15)
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
 
 
 def run_kafka_drill(
@@ -215,7 +221,7 @@ def run_kafka_drill(
             milestone = options.messages * (k + 1) // (options.switches + 1)
             wait_until(functools.partial(_reached, tally, milestone, producing_done), "producing", 600)
             if restart is not None:
-                _restart(rc, restart)
+                _restart(rc, restart, topic)
                 restart = None
             route = center.route(ROUTE)
             target = next(c for c in route.clusters if c != route.active)
@@ -228,7 +234,7 @@ def run_kafka_drill(
             log.info("drill.flipped", source=route.active, to=target, killed=kill)
             _wait_moved(center, mark, wait_until, lambda: producing_done.is_set() and not tally.lost())
         if restart is not None:
-            _restart(rc, restart)
+            _restart(rc, restart, topic)
         wait_until(producing_done.is_set, "producing", options.timeout_s)
         wait_until(lambda: not tally.lost(), "consuming", options.timeout_s)
         # Watch a while longer: copies and redeliveries that arrive late must be filtered too.
@@ -280,6 +286,9 @@ def _wait_moved(
         log.warning("drill.switch_slow", to=mark.to)
 
 
-def _restart(rc: RefCluster, broker: str) -> None:
+def _restart(rc: RefCluster, broker: str, topic: str) -> None:
+    """Bring the killed broker back empty and provision the drill's topic on it again, as an
+    SRE rebuilding a lost cluster would (replication only creates the remote copies)."""
     waited = rc.restart(broker)
+    _create_topic(rc.url(broker), topic)
     log.info("drill.restarted", broker=broker, empty=True, waited_s=round(waited, 2))
