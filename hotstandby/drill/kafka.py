@@ -90,9 +90,8 @@ class _Clients:
 
 
 def _create_topic(url: str, topic: str) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
     from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": url})
     try:
