@@ -30,7 +30,10 @@ _SETTLED = {ConsumerGroupState.STABLE, ConsumerGroupState.EMPTY, ConsumerGroupSt
 def _settled(admin: AdminClient, group: str) -> bool | None:
     """Whether the group is stable or empty; None when the cluster does not answer."""
     try:
-        found = admin.describe_consumer_groups([group], request_timeout=2)[group].result(3)
+        # The request times out on its own (2 s) before we stop waiting (10 s): a request still
+        # in flight when its AdminClient is freed aborts the process inside librdkafka
+        # (rd_kafka_enq_once_del_source_return assertion), seen with a dead broker.
+        found = admin.describe_consumer_groups([group], request_timeout=2)[group].result(10)
     except (KafkaException, TimeoutError) as exc:
         log.debug("consumer.describe_failed", group=group, error=str(exc))
         return None

@@ -95,7 +95,9 @@ def _create_topic(url: str, topic: str) -> None:
 
     admin = AdminClient({"bootstrap.servers": url})
     try:
-        admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])[topic].result(15)
+        # The request ends (10 s) before the wait (30 s): see adapters/kafka/group_leave.py.
+        new = NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)
+        admin.create_topics([new], request_timeout=10)[topic].result(30)
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise
