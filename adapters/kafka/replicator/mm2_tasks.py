@@ -128,12 +128,18 @@ class CheckpointTask:
         """One round of checkpoints; returns how many were written."""
         self._tail_syncs()
         written: list[Checkpoint] = []
-        for group in self._list_groups():
-            request = [ConsumerGroupTopicPartitions(group)]
+        # All groups at once: a group the broker does not answer for (Tansu leaves some stuck)
+        # must not hold back every other group's checkpoints by a timeout each.
+        futures = {
+            group: self._admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group)], request_timeout=_TIMEOUT
+            )[group]
+            for group in self._list_groups()
+        }
+        deadline = time.monotonic() + _TIMEOUT + 1.0  # after the requests' own timeout
+        for group, future in futures.items():
             try:
-                result = self._admin.list_consumer_group_offsets(request, request_timeout=_TIMEOUT)[group].result(
-                    _TIMEOUT
-                )
+                result = future.result(max(deadline - time.monotonic(), 0.1))
             except (KafkaException, TimeoutError) as exc:
                 log.warning("replicator.group_offsets_failed", group=group, error=str(exc) or "timed out")
                 continue
