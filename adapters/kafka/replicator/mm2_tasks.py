@@ -38,6 +38,7 @@ __all__ = ["CheckpointTask", "HeartbeatTask"]
 
 log = get_logger("hotstandby.replicator")
 _TIMEOUT = 10.0
+_GROUP_RETRY_S = 60.0  # a group whose offsets the broker did not give is skipped this long
 _CHECKPOINT_FLUSH_S = 2.0  # checkpoints are emitted again at the next interval
 
 
@@ -66,6 +67,7 @@ class CheckpointTask:
             # start rather than jumping past every new sync.
             "auto.offset.reset": "earliest",
         }
+        self._group_retry_at: dict[str, float] = {}
         self._syncs_consumer: Consumer | None = None
         self.stop = threading.Event()  # the flow's; set on shutdown
         self._groups: list[str] = []
@@ -130,18 +132,23 @@ class CheckpointTask:
         written: list[Checkpoint] = []
         # All groups at once: a group the broker does not answer for (Tansu leaves some stuck)
         # must not hold back every other group's checkpoints by a timeout each.
+        now = time.monotonic()
         futures = {
             group: self._admin.list_consumer_group_offsets(
                 [ConsumerGroupTopicPartitions(group)], request_timeout=_TIMEOUT
             )[group]
             for group in self._list_groups()
+            if self._group_retry_at.get(group, 0.0) <= now
         }
         deadline = time.monotonic() + _TIMEOUT + 1.0  # after the requests' own timeout
         for group, future in futures.items():
             try:
                 result = future.result(max(deadline - time.monotonic(), 0.1))
             except (KafkaException, TimeoutError) as exc:
-                log.warning("replicator.group_offsets_failed", group=group, error=str(exc) or "timed out")
+                # Asked again later, not every round: each unanswered request costs a timeout.
+                self._group_retry_at[group] = time.monotonic() + _GROUP_RETRY_S
+                log.warning("replicator.group_offsets_failed", group=group, error=str(exc) or "timed out",
+                            retry_in_s=_GROUP_RETRY_S)  # fmt: skip
                 continue
             offsets = {(tp.topic, tp.partition): (tp.offset, tp.metadata or "") for tp in result.topic_partitions}
             for cp in self.tracker.checkpoints_for_group(group, offsets, self.store):
