@@ -108,10 +108,26 @@ class CheckpointTask:
         while True:
             batch = self._syncs_consumer.consume(num_messages=1000, timeout=0.05)
             if not batch:
-                return
+                break
             for msg in batch:
                 if msg.error() is None:
                     self._add_sync(msg)
+        if self._syncs_restarted():
+            # Its cluster came back empty (the reference broker does not report an offset out
+            # of range there): the syncs we hold describe a topic that is gone; read anew.
+            log.info("replicator.syncs_restarted", topic=self.syncs_topic)
+            self.start()
+
+    def _syncs_restarted(self) -> bool:
+        """The syncs topic now ends before the position we read it from."""
+        assert self._syncs_consumer is not None
+        tp = TopicPartition(self.syncs_topic, 0)
+        try:
+            (position,) = self._syncs_consumer.position([tp])
+            _, high = self._syncs_consumer.get_watermark_offsets(tp, timeout=2.0, cached=False)
+        except KafkaException:
+            return False
+        return position.offset >= 0 and high < position.offset
 
     def _list_groups(self) -> list[str]:
         if (
