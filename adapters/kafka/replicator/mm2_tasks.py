@@ -104,6 +104,8 @@ class CheckpointTask:
             log.warning("replicator.bad_offset_sync", topic=self.syncs_topic, offset=msg.offset(), error=str(exc))
 
     def _tail_syncs(self) -> None:
+        if self._syncs_consumer is None:  # a restart of the task failed half-way: try again
+            self.start()
         assert self._syncs_consumer is not None
         while True:
             batch = self._syncs_consumer.consume(num_messages=1000, timeout=0.05)
