@@ -19,6 +19,7 @@ import sys
 import tempfile
 
 from hotstandby.drill import DrillOptions, run_kafka_drill
+from hotstandby.logs import configure
 from hotstandby.refcluster import Ports, RefCluster
 
 
@@ -31,6 +32,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.switches < 10:
         parser.error("--switches must be at least 10 for a p99")
+    configure("warning")
     # About 5 s of records between flips: enough for the consumers to settle on each cluster.
     messages = args.rate * 5 * (args.switches + 1)
     options = DrillOptions(messages=messages, switches=args.switches, consumers=2, rate=args.rate, timeout_s=110)
