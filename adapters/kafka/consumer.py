@@ -463,7 +463,7 @@ class Consumer(RouteClient):
             old = self._inner
             visit = Visit(current.active, dict(self._processed), dict(self._processed_ts))
             self._starts = StartPositions(
-                group=self.group, spec=spec, previous=visit, clusters=self._follower.cluster,
+                group=self.group, spec=spec, previous=visit,
                 links=self._follower.center.links(), skew_ms=self.options.timestamp_skew_ms, consumer=new,
             )  # fmt: skip
             self._started.clear()

@@ -57,13 +57,12 @@ class StartPositions:
     """Start positions on ``spec`` for a consumer of ``group`` that has just left ``previous``."""
 
     def __init__(
-        self, *, group: str, spec: ClusterSpec, previous: Visit, clusters: Callable[[str], ClusterSpec],
-        links: dict[tuple[str, str], Link], skew_ms: int, consumer: RawConsumer,
+        self, *, group: str, spec: ClusterSpec, previous: Visit, links: dict[tuple[str, str], Link],
+        skew_ms: int, consumer: RawConsumer,
     ) -> None:  # fmt: skip
         self.group = group
         self.spec = spec
         self.previous = previous
-        self._clusters = clusters
         self._links = links
         self._skew_ms = skew_ms
         self._consumer = consumer

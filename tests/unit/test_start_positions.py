@@ -37,7 +37,7 @@ class Broker:
 
 def starts(broker: Broker, previous: Visit, internal: dict[str, list[Any]] | None = None) -> StartPositions:
     s = StartPositions(group="g", spec=ClusterSpec(name=B, kind="kafka", url="127.0.0.1:1"), previous=previous,
-                       clusters=lambda n: ClusterSpec(name=n, kind="kafka", url="127.0.0.1:1"), links=LINKS,
+                       links=LINKS,
                        skew_ms=5000, consumer=broker)  # type: ignore[arg-type]  # fmt: skip
     s._cache = {(kind, topic): records for topic, records in (internal or {}).items()
                 for kind in ("checkpoints", "syncs")}  # fmt: skip
