@@ -51,7 +51,13 @@ class PartitionLedger:
         if entry is None:
             entry = self._sessions[rid.session] = _Session()
         entry.acked.add(rid.sequence)
-        entry.last_ack_ms = max(entry.last_ack_ms, now_ms)
+        if now_ms > entry.last_ack_ms:
+            entry.last_ack_ms = now_ms
+
+    def has(self, rid: RecordId) -> bool:
+        """Whether ``rid`` is acknowledged (``in`` without the type check, for per-record paths)."""
+        entry = self._sessions.get(rid.session)
+        return entry is not None and rid.sequence in entry.acked
 
     def __contains__(self, rid: object) -> bool:
         if not isinstance(rid, RecordId):

@@ -53,6 +53,8 @@ log = get_logger("hotstandby.kafka.consumer")
 
 # Leaving a group in turn takes a few seconds per member on the reference broker.
 _LEAVE_TIMEOUT_S = 25.0
+# Records fetched from librdkafka per call: one call per record costs more than our filter.
+_FETCH_BATCH = 500
 
 Rebalance = Callable[[Any, list[TopicPartition]], None]
 Slot = tuple[str, int]  # (physical topic, partition)
@@ -84,7 +86,9 @@ class Consumer(RouteClient):
         self._raw_kwargs = kwargs
         self._follower = RouteFollower(self.options, "kafka", role="consumer", labels={"group": self.group})
         self._ledgers_store = LedgerStore(self._follower.center)
-        self._lock = threading.Condition(threading.RLock())
+        # Entered on every poll: the RLock itself (C), the Condition only to wait for a switch.
+        self._lock = threading.RLock()
+        self._switched = threading.Condition(self._lock)
         self._topics: list[str] = []
         self._on_assign: Rebalance | None = None
         self._on_revoke: Rebalance | None = None
@@ -100,7 +104,9 @@ class Consumer(RouteClient):
         self._starts: StartPositions | None = None  # after a switch: where each partition starts
         self._started: set[Slot] = set()
         self._processed: dict[Slot, int] = {}  # next offset to commit, per physical partition
-        self._last_returned: _Message | None = None
+        # Fetched from the current cluster, not yet examined (see _next).
+        self._buffer: deque[Message] = deque()
+        self._last_returned: tuple[Slot, int] | None = None  # (slot, offset) returned by poll
         self._last_auto_commit = time.monotonic()
         self._switching = False  # between the ledger flush and the new cluster: hand out nothing
         self._closing = False
@@ -227,6 +233,8 @@ class Consumer(RouteClient):
                     self._in_flight.discard((self._logical.get(tp.topic, tp.topic), rid))
             self._processed.pop((tp.topic, tp.partition), None)
         gone = {(tp.topic, tp.partition) for tp in partitions}
+        # Fetched, never handed out: the partition's next owner reads them from the committed offset.
+        self._buffer = deque(m for m in self._buffer if (m.topic(), m.partition()) not in gone)
         # A logical partition stays owned while another of its physical topics is still assigned.
         still = {(self._logical.get(t, t), p) for t, p in
                  {(tp.topic, tp.partition) for tp in self._inner.assignment()} - gone}  # fmt: skip
@@ -240,21 +248,35 @@ class Consumer(RouteClient):
         with self._lock:
             self._mark_returned_processed()
             self._maybe_auto_commit()
+            # Fast path: records fetched already, none of the waits below needed.
+            while self._buffer and not self._switching and self._holding_since is None:
+                out = self._accept(self._buffer.popleft())
+                if out is not None:
+                    return out
         for wait in wait_slices(timeout):
             with self._lock:
                 if self._switching:
-                    self._lock.wait(wait)
+                    self._switched.wait(wait)
                     continue
                 if self._holding_since is not None:
                     self._check_peers()
-                msg = self._inner.poll(wait)
+                msg = self._next(wait)
                 if msg is None:
                     continue
                 out = self._accept(msg)
                 if out is not None:
-                    self._last_returned = out if out.error() is None else None
                     return out
         return None
+
+    def _next(self, wait: float) -> Message | None:
+        """The next fetched record: from the buffer, else a batch of what librdkafka holds, else
+        one record waited for up to ``wait``."""
+        if not self._buffer:
+            batch = self._inner.consume(_FETCH_BATCH, 0)
+            if not batch:
+                return self._inner.poll(wait)  # type: ignore[no-any-return]
+            self._buffer.extend(batch)
+        return self._buffer.popleft()
 
     def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
         out: list[Message] = []
@@ -267,13 +289,14 @@ class Consumer(RouteClient):
             out.append(msg)
         return out
 
-    def _accept(self, msg: Message) -> _Message | None:
-        """Filter a record already acknowledged; otherwise wrap it under its logical topic."""
+    def _accept(self, msg: Message) -> Message | None:
+        """Filter a record already acknowledged; otherwise hand it out under its logical topic."""
         if msg.error() is not None:
-            return msg  # type: ignore[return-value]
+            return msg
         physical, partition, offset = msg.topic() or "", msg.partition() or 0, msg.offset() or 0
         logical = self._logical.get(physical, physical)
-        raw = dict(msg.headers() or []).get(HEADER)
+        headers = msg.headers()
+        raw = dict(headers).get(HEADER) if headers else None
         rid: RecordId | None = None
         if raw is not None:
             try:
@@ -281,21 +304,28 @@ class Consumer(RouteClient):
             except FormatError as exc:
                 log.warning("record.bad_identity", topic=physical, partition=partition, offset=offset, error=str(exc))
         slot = (physical, partition)
-        ledger = self._ledgers.get((logical, rid.partition if rid else partition))
-        if rid is not None and ((ledger is not None and rid in ledger) or (logical, rid) in self._in_flight):
-            self.filtered += 1
-            self._delivered.setdefault(slot, deque()).append((offset, None, msg.timestamp()[1]))
-            self._processed[slot] = max(self._processed.get(slot, 0), offset + 1)
-            log.debug("record.filtered", topic=logical, partition=partition, offset=offset)
-            return None
-        self._delivered.setdefault(slot, deque()).append((offset, rid, msg.timestamp()[1]))
+        delivered = self._delivered.get(slot)
+        if delivered is None:
+            delivered = self._delivered[slot] = deque()
         if rid is not None:
+            ledger = self._ledgers.get((logical, rid.partition))
+            if (ledger is not None and ledger.has(rid)) or (logical, rid) in self._in_flight:
+                self.filtered += 1
+                delivered.append((offset, None, msg.timestamp()[1]))
+                if self._processed.get(slot, 0) <= offset:
+                    self._processed[slot] = offset + 1
+                log.debug("record.filtered", topic=logical, partition=partition, offset=offset)
+                return None
             # Handed out, not yet in the ledger: a copy or re-sent twin arriving meanwhile (from
             # another physical topic) is the same record and must not be handed out again.
             self._in_flight.add((logical, rid))
+        delivered.append((offset, rid, msg.timestamp()[1]))
+        self._last_returned = (slot, offset)
+        if physical == logical:
+            return msg
         out = _Message(
             topic=logical, partition=partition, offset=offset, key=msg.key(), value=msg.value(),
-            headers=msg.headers(), timestamp=msg.timestamp(),
+            headers=headers, timestamp=msg.timestamp(),
         )  # fmt: skip
         out.physical_topic = physical
         return out
@@ -304,13 +334,13 @@ class Consumer(RouteClient):
 
     def _mark_returned_processed(self) -> None:
         if self._auto_store and self._last_returned is not None:
-            m = self._last_returned
-            slot = (m.physical_topic, m.partition() or 0)
-            self._processed[slot] = max(self._processed.get(slot, 0), (m.offset() or 0) + 1)
+            slot, offset = self._last_returned
+            if self._processed.get(slot, 0) <= offset:
+                self._processed[slot] = offset + 1
         self._last_returned = None
 
     def _maybe_auto_commit(self) -> None:
-        if self._auto_commit and time.monotonic() - self._last_auto_commit >= self._auto_interval_s:
+        if self._auto_commit and time.monotonic() >= self._last_auto_commit + self._auto_interval_s:
             self._commit_processed(asynchronous=True)
 
     def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
@@ -358,18 +388,24 @@ class Consumer(RouteClient):
         """Move the identities of processed records into the ledgers; the ledgers touched."""
         touched: set[tuple[str, int]] = set()
         now = _now_ms()
+        ledgers, in_flight = self._ledgers, self._in_flight
         for slot, next_offset in self._processed.items():
             entries = self._delivered.get(slot)
+            if not entries or entries[0][0] >= next_offset:
+                continue
             logical = self._logical.get(slot[0], slot[0])
+            ts = 0
             while entries and entries[0][0] < next_offset:
                 _, rid, ts = entries.popleft()
-                self._processed_ts[slot] = ts
                 if rid is not None:
-                    self._in_flight.discard((logical, rid))
-                if rid is not None:
+                    in_flight.discard((logical, rid))
                     key = (logical, rid.partition)
-                    self._ledgers.setdefault(key, PartitionLedger()).ack(rid, now)
+                    ledger = ledgers.get(key)
+                    if ledger is None:
+                        ledger = ledgers[key] = PartitionLedger()
+                    ledger.ack(rid, now)
                     touched.add(key)
+            self._processed_ts[slot] = ts
         return touched
 
     def _offsets(self) -> list[TopicPartition]:
@@ -471,13 +507,14 @@ class Consumer(RouteClient):
             self._inner, self._spec = new, spec
             self._owned.clear()  # claimed again as the new cluster assigns partitions
             self._delivered.clear()
+            self._buffer.clear()  # fetched from the old cluster, never handed out
             self._in_flight.clear()
             self._processed.clear()
             if self._topics:
                 self._subscribe_inner()
             self.switches += 1
             self._switching = False
-            self._lock.notify_all()
+            self._switched.notify_all()
         leaving = threading.Thread(
             target=self._leave, args=(old, self._follower.cluster(current.active)), daemon=True,
             name=f"hotstandby-leave-{current.active}",
@@ -490,7 +527,7 @@ class Consumer(RouteClient):
     def _resume_old(self) -> None:
         with self._lock:
             self._switching = False
-            self._lock.notify_all()
+            self._switched.notify_all()
 
     def _settle(self) -> None:
         """Store every acknowledgement (ledger first), then commit on the old cluster if it answers."""
@@ -531,7 +568,7 @@ class Consumer(RouteClient):
         deadline = time.monotonic() + timeout
         while True:
             with self._lock:
-                positions = {(tp.topic, tp.partition): tp.offset for tp in self._inner.position(assignment)}
+                positions = self._positions(assignment)
                 left = {
                     slot: end for slot, end in ends.items()
                     if max(positions.get(slot, -1), start.get(slot, -1)) < end
@@ -544,6 +581,15 @@ class Consumer(RouteClient):
                         timeout_ms=self.options.drain_timeout_ms)  # fmt: skip
         else:
             log.info("consumer.drained", cluster=current.active, partitions=len(ends))
+
+    def _positions(self, assignment: list[TopicPartition]) -> dict[Slot, int]:
+        """The next offset the application gets per partition: librdkafka's position, or the first
+        record still in our buffer."""
+        out = {(tp.topic, tp.partition): tp.offset for tp in self._inner.position(assignment)}
+        for msg in reversed(self._buffer):
+            if msg.error() is None:
+                out[(msg.topic(), msg.partition())] = msg.offset()
+        return out
 
     def _start_positions(self, assignment: list[TopicPartition]) -> dict[Slot, int]:
         """Where reading starts for partitions nothing was read from yet: committed or low mark."""

@@ -21,6 +21,17 @@ def test_record_id_roundtrip(session: bytes, partition: int, sequence: int) -> N
     assert RecordId.from_text(rid.text()) == rid
 
 
+@given(sessions, st.integers(0, 200), st.integers(0, 2**22))
+def test_record_id_decode_fast_path_agrees_with_the_general_one(session: bytes, partition: int, sequence: int) -> None:
+    # Small values take the unrolled path; a bytearray (and a non-minimal varint) the loop.
+    data = RecordId(session, partition, sequence).encode()
+    fast, general = RecordId.decode(data), RecordId.decode(bytearray(data))
+    assert fast == general == (session, partition, sequence)
+    assert type(fast.session) is bytes and type(general.session) is bytes
+    padded = data[:17] + bytes((data[17] | 0x80, 0x00)) + data[18:] if partition < 128 else data
+    assert RecordId.decode(padded) == fast
+
+
 def test_record_id_is_compact_and_versioned() -> None:
     rid = RecordId(bytes(range(16)), 3, 300)
     assert rid.encode() == b"\x01" + bytes(range(16)) + b"\x03" + b"\xac\x02"
