@@ -7,9 +7,10 @@ the *replay window* (``hotstandby.replay.window.ms`` / ``.bytes``).
 
 On a switch the producer builds a client for the new cluster, drains the old one when it still
 answers (``hotstandby.drain.timeout.ms``), purges it, and re-sends — same hs-id, same
-partition, in order — every pending record and every record of the replay window; then new
-records follow. Records the old cluster stored twice, or that replication copied, are filtered
-by consumers by their hs-id. ``on_delivery`` fires exactly once per produced record.
+partition, in order — every pending record and every record of the replay window that
+replication has not provably copied to the new cluster (MM2's position there, see
+replication_progress); then new records follow. Records the old cluster stored twice, or that
+replication copied, are filtered by consumers by their hs-id. ``on_delivery`` fires exactly once per produced record.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from confluent_kafka import KafkaError, KafkaException, Message
 from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.partitioner import Partitioner
+from hotstandby.adapters.kafka.replication_progress import Position, StoredRecord, read_positions, replicated
 from hotstandby.client_options import ClientOptions
 from hotstandby.documents import ClusterSpec, Route
 from hotstandby.follower import RouteClient, RouteFollower, wait_slices
@@ -56,6 +58,8 @@ class _Record:
     size: int
     reported: bool = False
     acked_at: float = 0.0
+    stored_on: str = ""  # the cluster that acknowledged it last, and where
+    stored: StoredRecord | None = None
 
     @property
     def slot(self) -> tuple[str, int, int]:
@@ -105,6 +109,7 @@ class Producer(RouteClient):
         self._generation = 0
         self._user_purge = False
         self.resent = 0
+        self.trimmed = 0  # window records not re-sent: replication had copied them
         self.switches = 0
         self._inner = self._follow(self._connect, self._perform)
 
@@ -201,6 +206,9 @@ class Producer(RouteClient):
                 return  # from a connection given up in a switch: the record was sent again
             if err is not None and err.code() in _PURGED and not self._user_purge:
                 return
+            if err is None:
+                record.stored_on = self._spec.name
+                record.stored = StoredRecord(record.topic, record.partition, msg.offset() or 0, int(time.time() * 1000))
             if self._pending.pop(record.slot, None) is not None and err is None:
                 record.acked_at = time.monotonic()
                 self._window.append(record)
@@ -276,11 +284,14 @@ class Producer(RouteClient):
             old.flush(drain_s)  # planned switch: let the old cluster acknowledge what it has
         new = self._connect(spec)
         new.list_topics(timeout=_METADATA_TIMEOUT_S)  # raises if the new cluster does not answer
+        positions = self._replication_positions(current.active, spec) if self._window else {}
         set_state(SwitchState.SWITCHING)
         with self._lock:
             self._generation += 1
             old.purge(in_queue=True, in_flight=True, blocking=False)
             self._inner, self._spec = new, spec
+            trimmed = self._drop_replicated(current.active, positions)
+            self.trimmed += trimmed
             replay = {r.slot: r for r in self._window}
             replay.update(self._pending)
             for record in sorted(replay.values(), key=lambda r: r.slot):
@@ -290,4 +301,24 @@ class Producer(RouteClient):
         old.poll(0)  # callbacks of the old client are ignored (older generation)
         old.close()  # nothing is left in it (purged): it stops reconnecting to the old cluster
         log.info("producer.switched", client=self.options.client_id, source=current.active, to=target.active,
-                 epoch=target.epoch, resent=len(replay))  # fmt: skip
+                 epoch=target.epoch, resent=len(replay), replicated=trimmed)  # fmt: skip
+
+    def _replication_positions(self, source: str, target: ClusterSpec) -> dict[tuple[str, int], Position]:
+        link = self._follower.center.links().get((source, target.name))
+        if link is None:
+            return {}
+        return read_positions(target, link, timeout=min(_METADATA_TIMEOUT_S, self.options.drain_timeout_ms / 1000 + 1))
+
+    def _drop_replicated(self, source: str, positions: dict[tuple[str, int], Position]) -> int:
+        """Leave out of the replay what replication provably copied to the new cluster already."""
+        if not positions:
+            return 0
+        skew = self.options.timestamp_skew_ms
+        kept = deque(
+            r for r in self._window
+            if not (r.stored_on == source and r.stored is not None and replicated(r.stored, positions, skew_ms=skew))
+        )  # fmt: skip
+        dropped = len(self._window) - len(kept)
+        self._window = kept
+        self._window_bytes = sum(r.size for r in kept)
+        return dropped
