@@ -69,6 +69,7 @@ class _Clients:
         self.threads: list[threading.Thread] = []
         self.filtered: dict[str, int] = {}
         self.resent = 0
+        self.replicated = 0
 
     def start(self, name: str, target: Callable[[], None]) -> None:
         def run() -> None:
@@ -153,6 +154,7 @@ def run_kafka_drill(
                     raise DrillFailed(f"producer: {len(producer)} records still undelivered at the deadline")
         finally:
             clients.resent = producer.resent
+            clients.replicated = producer.trimmed
             producer.close()
             producing_done.set()
 
@@ -257,6 +259,7 @@ def run_kafka_drill(
         redelivered=tally.redelivered,
         filtered=sum(clients.filtered.values()),
         resent=clients.resent,
+        replicated=clients.replicated,
         failed_deliveries=len(tally.failed - tally.produced),
         consumers=options.consumers,
         seconds=round(time.monotonic() - started, 1),

@@ -30,6 +30,7 @@ class DrillReport:
     filtered: int
     resent: int
     failed_deliveries: int
+    replicated: int  # window records not re-sent: replication had copied them
     consumers: int
     seconds: float
     switches: list[SwitchReport] = field(default_factory=list)
@@ -56,6 +57,7 @@ class DrillReport:
             f"  duplicated     {self.duplicated}",
             f"  filtered       {self.filtered}  (already consumed, removed by the ack ledger)",
             f"  re-sent        {self.resent}  (by producers on a switch, same identity)",
+            f"  not re-sent    {self.replicated}  (acknowledged, and copied by replication already)",
             f"  redelivered    {self.redelivered}  (handed out again before being acknowledged)",
         ]
         if self.failed_deliveries:

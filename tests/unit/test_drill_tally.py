@@ -44,14 +44,14 @@ def test_switch_latency_is_first_record_on_the_new_cluster_after_the_flip() -> N
 
 def test_report_fails_on_loss_or_duplicate_and_serializes_the_documented_keys() -> None:
     base = dict(system="kafka", produced=10, consumed=10, lost=0, duplicated=0, redelivered=0, filtered=4,
-                resent=2, failed_deliveries=0, consumers=2, seconds=1.0,
+                resent=2, failed_deliveries=0, replicated=1, consumers=2, seconds=1.0,
                 switches=[SwitchReport("kafka-a", "kafka-b", 12.5, killed=True)])  # fmt: skip
     assert DrillReport(**base).ok  # type: ignore[arg-type]
     assert not DrillReport(**{**base, "lost": 1}).ok  # type: ignore[arg-type]
     assert not DrillReport(**{**base, "duplicated": 1}).ok  # type: ignore[arg-type]
     assert not DrillReport(**{**base, "produced": 0, "consumed": 0}).ok  # type: ignore[arg-type]
     data = json.loads(json.dumps(DrillReport(**base).to_dict()))  # type: ignore[arg-type]
-    for key in ("produced", "consumed", "lost", "duplicated", "filtered", "resent", "switches"):
+    for key in ("produced", "consumed", "lost", "duplicated", "filtered", "resent", "replicated", "switches"):
         assert key in data
     assert data["switches"] == [{"from": "kafka-a", "to": "kafka-b", "latency_ms": 12.5, "killed": True}]
     assert "FAIL" in DrillReport(**{**base, "lost": 1, "lost_sample": [3]}).human()  # type: ignore[arg-type]
