@@ -15,7 +15,7 @@ key                                 default   meaning
 ``hotstandby.replay.window.bytes``  33554432  ... and at most this many bytes of them
 ``hotstandby.drain.timeout.ms``     10000     planned switch: time to finish on the old cluster
 ``hotstandby.partitioner``          murmur2   keyed partitioner (murmur2 or crc32)
-``hotstandby.timestamp.skew.ms``    5000      timestamp fallback: seek this far before
+``hotstandby.timestamp.skew.ms``    5000      clock-skew margin (timestamp seeks, replay trim)
 ``hotstandby.ledger.flush.ms``      1000      consumers: periodic ledger flush
 ==================================  ========  ==============================================
 """
