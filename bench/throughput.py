@@ -120,7 +120,7 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
     def paired(what: str) -> float:
         # The reference broker slows down as it holds more data, so rates drift over a run:
         # compare each SDK figure with the raw one of the same round, then take the median.
-        return statistics.median(s / r for s, r in zip(rates[f"sdk_{what}"][1:], rates[f"raw_{what}"][1:]))
+        return statistics.median(s / r for s, r in zip(rates[f"sdk_{what}"][1:], rates[f"raw_{what}"][1:], strict=True))
 
     return {
         "system": "kafka",

@@ -274,7 +274,7 @@ class Consumer(RouteClient):
         if not self._buffer:
             batch = self._inner.consume(_FETCH_BATCH, 0)
             if not batch:
-                return self._inner.poll(wait)  # type: ignore[no-any-return]
+                return self._inner.poll(wait)
             self._buffer.extend(batch)
         return self._buffer.popleft()
 
@@ -588,7 +588,7 @@ class Consumer(RouteClient):
         out = {(tp.topic, tp.partition): tp.offset for tp in self._inner.position(assignment)}
         for msg in reversed(self._buffer):
             if msg.error() is None:
-                out[(msg.topic(), msg.partition())] = msg.offset()
+                out[(msg.topic() or "", msg.partition() or 0)] = msg.offset() or 0
         return out
 
     def _start_positions(self, assignment: list[TopicPartition]) -> dict[Slot, int]:

@@ -28,7 +28,7 @@ from confluent_kafka import Producer as RawProducer
 from hotstandby.adapters.kafka.partitioner import Partitioner
 from hotstandby.adapters.kafka.replication_progress import Position, StoredRecord, read_positions, replicated
 from hotstandby.client_options import ClientOptions
-from hotstandby.documents import ClusterSpec, Route
+from hotstandby.documents import ClusterSpec, Link, Route
 from hotstandby.follower import RouteClient, RouteFollower, wait_slices
 from hotstandby.identity import HEADER, RecordId, new_session
 from hotstandby.logs import get_logger
@@ -304,10 +304,12 @@ class Producer(RouteClient):
                  epoch=target.epoch, resent=len(replay), replicated=trimmed)  # fmt: skip
 
     def _replication_positions(self, source: str, target: ClusterSpec) -> dict[tuple[str, int], Position]:
-        link = self._follower.center.links().get((source, target.name))
+        link: Link | None = self._follower.center.links().get((source, target.name))
         if link is None:
             return {}
-        return read_positions(target, link, timeout=min(_METADATA_TIMEOUT_S, self.options.drain_timeout_ms / 1000 + 1))
+        timeout = min(_METADATA_TIMEOUT_S, self.options.drain_timeout_ms / 1000 + 1)
+        positions: dict[tuple[str, int], Position] = read_positions(target, link, timeout=timeout)
+        return positions
 
     def _drop_replicated(self, source: str, positions: dict[tuple[str, int], Position]) -> int:
         """Leave out of the replay what replication provably copied to the new cluster already."""

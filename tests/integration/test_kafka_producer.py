@@ -156,7 +156,8 @@ def test_planned_switch_leaves_out_of_the_replay_what_replication_copied(
             producer.flush(5)
             positions = read_positions(b, link, timeout=10)
             return all(
-                (pos := positions.get((topic, p))) is not None and pos.written_ms > acked_ms + 200
+                (pos := positions.get((topic, p))) is not None
+                and pos.written_ms > acked_ms + 200
                 and pos.offset >= ends[p] - 1
                 for p in range(2)
             )
