@@ -212,3 +212,21 @@ def test_identity_policy_keeps_names_and_marks_copies_so_they_do_not_loop(refclu
     # Heartbeats are replicated too (MM2 copies them whatever the topic filter), hence per topic.
     assert [f.status.topics[topic]["copied"] for f in flows] == [5, 5]
     assert [f.status.records_skipped for f in flows] == [5, 5]
+
+
+def test_a_topic_recreated_on_the_source_is_copied_from_its_new_beginning(refcluster: RefCluster) -> None:
+    """The reference broker serves a fetch past the end by waiting, not with an out-of-range
+    error: a replicator resuming at its old position would skip the new topic's first records."""
+    a, b = refcluster.cluster_spec("kafka-a"), refcluster.cluster_spec("kafka-b")
+    topic = f"again-{uuid.uuid4().hex[:8]}"
+    create_topic(a, topic, 1)
+    produce_all(producer(a), [{"topic": topic, "partition": 0, "value": f"old-{i}".encode()} for i in range(300)])
+    read_partition(b, f"kafka-a.{topic}", 0, until=300, timeout=60)
+    admin = AdminClient({"bootstrap.servers": a.url})
+    admin.delete_topics([topic])[topic].result(15)
+    wait_for(lambda: topic not in topics(a), 30, "the topic to be deleted")
+    create_topic(a, topic, 1)
+    new = {f"new-{i}".encode() for i in range(100)}
+    produce_all(producer(a), [{"topic": topic, "partition": 0, "value": v} for v in sorted(new)])
+    wait_for(lambda: new <= {m.value() for m in read_all(b, f"kafka-a.{topic}", 0)}, 60,
+             "every record of the re-created topic on the target")  # fmt: skip

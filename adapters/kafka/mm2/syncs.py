@@ -64,6 +64,11 @@ class OffsetSyncEmitter:
         else:
             self._delayed[tp] = sync
 
+    def forget(self, topic: str, partition: int) -> None:
+        """The source partition was re-created: its offsets start again, so does its sync state."""
+        self._states.pop((topic, partition), None)
+        self._delayed.pop((topic, partition), None)
+
     def promote_delayed(self) -> None:
         """The periodic commit: held-back positions become due, so idle topics do not lag."""
         self._due.extend(self._delayed.values())

@@ -18,7 +18,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka.mm2.codec import OffsetSync
@@ -101,6 +110,7 @@ class KafkaFlow:
         self.checkpoints = CheckpointTask(config, self._source_admin, self._target, self.status)
         self.heartbeats = HeartbeatTask(config, self._target, self.status)
         self.progress: dict[TP, int] = {}  # last upstream offset handled and acknowledged
+        self.topic_ids: dict[str, str] = {}  # source topic -> its id, to notice a re-created topic
         self.partitions: dict[str, int] = {}  # replicated source topic -> partition count
         self._caught_up_at = time.time()
         self._backoff = 0.0
@@ -162,6 +172,7 @@ class KafkaFlow:
     def start(self) -> None:
         self._internal_topics()
         self._load_progress()
+        self._forget_progress_past_the_end()
         self.checkpoints.start()
         self._refresh_topics()
         self.status.state = "running"
@@ -182,11 +193,17 @@ class KafkaFlow:
             and self.policy.should_replicate(name, self.config.target.alias, self.config.topic_filter)
         }
         gone = [t for t in self.partitions if t not in wanted]
-        if gone:
+        recreated = self._recreated_topics(list(wanted))
+        for t in recreated:
+            # Deleted and created again, or the source came back empty and the topic was
+            # provisioned again: offsets count from zero, the progress names other records.
+            log.warning("replicator.source_topic_recreated", flow=self.config.name, topic=t)
+            self._forget_progress(t, wanted[t])
+        if gone or recreated:
             # Deleted on the source, or the source came back empty. A client that knew the old
             # broker state does not recover on Tansu, so start a fresh one for what remains.
-            for t in gone:
-                del self.partitions[t]
+            for t in gone + recreated:
+                self.partitions.pop(t, None)
             self._consumer.close()
             self._consumer = Consumer(self._consumer_config)
             self._consumer.assign([self._position((t, p)) for t, n in self.partitions.items() for p in range(n)])
@@ -199,6 +216,54 @@ class KafkaFlow:
         if new:
             self._consumer.incremental_assign(new)
             log.info("replicator.assigned", flow=self.config.name, partitions=[(tp.topic, tp.partition) for tp in new])
+
+    def _recreated_topics(self, topics: list[str]) -> list[str]:
+        """Topics whose id changed since the last look (ids are remembered across a topic's
+        absence, so a source that restarted empty is noticed when the topic is back)."""
+        if not topics:
+            return []
+        futures = self._source_admin.describe_topics(TopicCollection(topics), request_timeout=_TIMEOUT / 2)
+        out = []
+        for topic, future in futures.items():
+            try:
+                topic_id = str(future.result(_TIMEOUT).topic_id)
+            except KafkaException:
+                continue  # not answered now: looked at again at the next refresh
+            known = self.topic_ids.get(topic)
+            if known is not None and known != topic_id:
+                out.append(topic)
+            self.topic_ids[topic] = topic_id
+        return out
+
+    def _forget_progress(self, topic: str, partitions: int) -> None:
+        """Start ``topic`` over: tombstones for its positions (readers of the position, like the
+        SDK's producer, stop trusting them), sync state dropped."""
+        for p in range(partitions):
+            self.progress.pop((topic, p), None)
+            self.emitter.forget(topic, p)
+            key, _ = encode_progress(self.config.source.alias, topic, p, 0)
+            self._target.produce(self.config.progress_topic, key=key, value=None, partition=0)
+        if flush(self._target, _FLUSH_TIMEOUT, self._stop) > 0:
+            raise ReplicationError("progress tombstones not acknowledged")
+
+    def _forget_progress_past_the_end(self) -> None:
+        """At start: a position past the source's end offset is from before the source came back
+        empty (the reference broker would wait at it instead of reporting it out of range)."""
+        probe = Consumer({**self._consumer_config, "group.id": "__hs-read"})
+        try:
+            stale: dict[str, int] = {}
+            for (topic, partition), done in sorted(self.progress.items()):
+                try:
+                    _, high = probe.get_watermark_offsets(TopicPartition(topic, partition), timeout=_TIMEOUT / 2)
+                except KafkaException:
+                    continue  # gone or not answering: the refresh handles topics that are gone
+                if done + 1 > high:
+                    stale[topic] = max(stale.get(topic, 0), partition + 1)
+        finally:
+            probe.close()
+        for topic, partitions in stale.items():
+            log.warning("replicator.progress_past_source_end", flow=self.config.name, topic=topic)
+            self._forget_progress(topic, partitions)
 
     def _rewind(self) -> None:
         """Back to the last acknowledged progress of every partition (after a failure), with a
