@@ -16,6 +16,7 @@ from typing import Any
 from confluent_kafka import ConsumerGroupState, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from hotstandby.adapters.kafka.admin_clients import shared_admin
 from hotstandby.configcenter.lock import StoreLock
 from hotstandby.errors import ConfigCenterError
 from hotstandby.logs import get_logger
@@ -30,9 +31,8 @@ _SETTLED = {ConsumerGroupState.STABLE, ConsumerGroupState.EMPTY, ConsumerGroupSt
 def _settled(admin: AdminClient, group: str) -> bool | None:
     """Whether the group is stable or empty; None when the cluster does not answer."""
     try:
-        # The request times out on its own (2 s) before we stop waiting (10 s): a request still
-        # in flight when its AdminClient is freed aborts the process inside librdkafka
-        # (rd_kafka_enq_once_del_source_return assertion), seen with a dead broker.
+        # The request times out on its own (2 s) before we stop waiting (10 s); the client is
+        # shared and never freed (see admin_clients).
         found = admin.describe_consumer_groups([group], request_timeout=2)[group].result(10)
     except (KafkaException, TimeoutError) as exc:
         log.debug("consumer.describe_failed", group=group, error=str(exc))
@@ -44,7 +44,7 @@ def leave_in_turn(raw: Any, *, bootstrap: str, group: str, lock: StoreLock | Non
     """Close ``raw`` (a confluent_kafka.Consumer) once it is its turn; records it still
     fetches meanwhile are dropped unprocessed. Never waits more than ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = shared_admin(bootstrap)
     held = False
     try:
         if lock is not None and _settled(admin, group) is not None:

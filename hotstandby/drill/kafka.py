@@ -92,11 +92,12 @@ class _Clients:
 
 def _create_topic(url: str, topic: str) -> None:
     from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
-    admin = AdminClient({"bootstrap.servers": url})
+    from hotstandby.adapters.kafka.admin_clients import shared_admin
+
+    admin = shared_admin(url)  # never freed: see adapters/kafka/admin_clients.py
     try:
-        # The request ends (10 s) before the wait (30 s): see adapters/kafka/group_leave.py.
         new = NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)
         admin.create_topics([new], request_timeout=10)[topic].result(30)
     except KafkaException as exc:
