@@ -545,7 +545,7 @@ class Consumer(RouteClient):
         center = self._follower.center
         lock = StoreLock(center.store, center.keys.lock(f"leave/{spec.name}/{self.group}"),
                          owner=self.options.client_id, ttl_s=30)  # fmt: skip
-        leave_in_turn(raw, bootstrap=spec.url, group=self.group, lock=lock, timeout=_LEAVE_TIMEOUT_S)
+        leave_in_turn(raw, spec=spec, group=self.group, lock=lock, timeout=_LEAVE_TIMEOUT_S)
 
     def _drain(self, current: Route, set_state: Callable[[SwitchState], None]) -> None:
         """Planned switch: let the application read the old cluster up to its end offsets at the

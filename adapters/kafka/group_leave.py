@@ -18,8 +18,10 @@ from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka.admin_clients import shared_admin
 from hotstandby.configcenter.lock import StoreLock
+from hotstandby.documents import ClusterSpec
 from hotstandby.errors import ConfigCenterError
 from hotstandby.logs import get_logger
+from hotstandby.probe import probe_cluster
 
 __all__ = ["leave_in_turn"]
 
@@ -28,8 +30,12 @@ log = get_logger("hotstandby.kafka.consumer")
 _SETTLED = {ConsumerGroupState.STABLE, ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD}
 
 
-def _settled(admin: AdminClient, group: str) -> bool | None:
+def _settled(admin: AdminClient, spec: ClusterSpec, group: str) -> bool | None:
     """Whether the group is stable or empty; None when the cluster does not answer."""
+    # Admin requests to a dead broker are what trips librdkafka's enq_once assertion (see
+    # admin_clients); a plain protocol probe first keeps them away from one.
+    if not probe_cluster(spec, timeout=1.0).ok:
+        return None
     try:
         # The request times out on its own (2 s) before we stop waiting (10 s); the client is
         # shared and never freed (see admin_clients).
@@ -40,14 +46,14 @@ def _settled(admin: AdminClient, group: str) -> bool | None:
     return found.state in _SETTLED
 
 
-def leave_in_turn(raw: Any, *, bootstrap: str, group: str, lock: StoreLock | None, timeout: float) -> None:
+def leave_in_turn(raw: Any, *, spec: ClusterSpec, group: str, lock: StoreLock | None, timeout: float) -> None:
     """Close ``raw`` (a confluent_kafka.Consumer) once it is its turn; records it still
     fetches meanwhile are dropped unprocessed. Never waits more than ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    admin = shared_admin(bootstrap)
+    admin = shared_admin(spec.url)
     held = False
     try:
-        if lock is not None and _settled(admin, group) is not None:
+        if lock is not None and _settled(admin, spec, group) is not None:
             # Keep serving the group's rebalances while waiting, so the others can settle.
             while not held and time.monotonic() < deadline:
                 raw.poll(0.1)
@@ -56,13 +62,13 @@ def leave_in_turn(raw: Any, *, bootstrap: str, group: str, lock: StoreLock | Non
                 except ConfigCenterError as exc:
                     log.warning("consumer.leave_lock_failed", group=group, error=str(exc))
                     break
-            while held and _settled(admin, group) is False and time.monotonic() < deadline:
+            while held and _settled(admin, spec, group) is False and time.monotonic() < deadline:
                 raw.poll(0.1)
         try:
             raw.close()
         except (KafkaException, RuntimeError) as exc:  # the old cluster may be gone
             log.warning("consumer.close_failed", group=group, error=str(exc))
-        while held and _settled(admin, group) is False and time.monotonic() < deadline:
+        while held and _settled(admin, spec, group) is False and time.monotonic() < deadline:
             time.sleep(0.1)
     finally:
         if held and lock is not None:
