@@ -128,6 +128,13 @@ def test_primary_killed_records_are_resent_and_replayed_to_the_survivor(
     assert not missing, f"{len(missing)} acknowledged records are not on the survivor"
     assert all(len(rids) == 1 for rids in on_b.values())
     assert resent >= 1000, "acknowledged records of the replay window must be sent again (or be proven replicated)"
+    # Re-sent records come first on the survivor, in their original order, then the new ones.
+    for p in range(2):
+        sequences = [RecordId.decode(dict(m.headers() or [])[HEADER]).sequence
+                     for m in read_all(refcluster.cluster_spec("kafka-b"), topic, p)]  # fmt: skip
+        assert sequences, f"nothing was sent to {topic}[{p}] on the survivor"
+        # (a retried request may store a record twice; its first copy is in place)
+        assert list(dict.fromkeys(sequences)) == sorted(set(sequences)), f"{topic}[{p}]: out of order"
 
 
 def test_planned_switch_leaves_out_of_the_replay_what_replication_copied(
