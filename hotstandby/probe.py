@@ -29,7 +29,7 @@ class ProbeResult:
 
 def probe_cluster(spec: ClusterSpec, timeout: float = 2.0) -> ProbeResult:
     """Send the system's handshake to each broker of ``spec`` until one answers."""
-    probe = import_adapter_module(spec.kind, "probe").probe
+    probe = import_adapter_module(spec.kind, "probe").probe  # without the client library
     detail = "no broker"
     for host, port in spec.endpoints():
         started = time.perf_counter()

@@ -33,6 +33,7 @@ from typing import Any
 from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
+from hotstandby.ack_tracker import AckTracker
 from hotstandby.adapters.kafka.group_leave import leave_in_turn
 from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
 from hotstandby.client_options import ClientOptions
@@ -93,14 +94,10 @@ class Consumer(RouteClient):
         self._on_assign: Rebalance | None = None
         self._on_revoke: Rebalance | None = None
         self._logical: dict[str, str] = {}  # physical topic -> logical topic
-        self._ledgers: dict[tuple[str, int], PartitionLedger] = {}  # (logical topic, partition)
+        self._acks = AckTracker()  # ledgers, records handed out, acknowledgements
         self._generations: dict[tuple[str, int], int] = {}
         self._owned: set[tuple[str, int]] = set()  # ledgers claimed for the current assignment
         self._fenced: set[tuple[str, int]] = set()  # of those, claimed by another member since
-        # Per physical partition: (offset, identity or None when filtered, timestamp) handed out.
-        self._delivered: dict[Slot, deque[tuple[int, RecordId | None, int]]] = {}
-        self._in_flight: set[tuple[str, RecordId]] = set()  # (logical topic, id) handed out, not acked
-        self._processed_ts: dict[Slot, int] = {}  # timestamp of the last processed record
         self._starts: StartPositions | None = None  # after a switch: where each partition starts
         self._started: set[Slot] = set()
         self._processed: dict[Slot, int] = {}  # next offset to commit, per physical partition
@@ -111,7 +108,6 @@ class Consumer(RouteClient):
         self._switching = False  # between the ledger flush and the new cluster: hand out nothing
         self._closing = False
         self._leaving: list[threading.Thread] = []  # old clusters' consumers leaving their group
-        self.filtered = 0
         self.switches = 0
         # A consumer that starts while other members of its group are still on an older epoch
         # (draining the old cluster) hands nothing out until they have stored their ledgers.
@@ -168,8 +164,7 @@ class Consumer(RouteClient):
             inner.pause(partitions)
         for key in {(self._logical.get(tp.topic, tp.topic), tp.partition) for tp in partitions}:
             doc = self._ledgers_store.claim(self.group, key[0], key[1], owner=self.options.client_id)
-            ledger = self._ledgers.setdefault(key, PartitionLedger())
-            ledger.merge(doc.ledger)
+            self._acks.merge(key, doc.ledger)
             self._generations[key] = doc.generation
             self._owned.add(key)
             self._fenced.discard(key)
@@ -192,16 +187,14 @@ class Consumer(RouteClient):
         if behind:
             log.warning("consumer.peers_behind", group=self.group, clients=behind, epoch=self._follower.route.epoch)
         for topic, partition in sorted(self._owned):
-            self._ledgers.setdefault((topic, partition), PartitionLedger()).merge(
-                self._ledgers_store.load(self.group, topic, partition).ledger
-            )
+            self._acks.merge((topic, partition), self._ledgers_store.load(self.group, topic, partition).ledger)
         self._holding_since = None
         self._inner.resume(self._inner.assignment())
 
     def _merge_stored(self, topic: str, partition: int, ledger: PartitionLedger) -> None:
         """Acknowledgements stored by any member (ourselves included) join our filter."""
         with self._lock:
-            self._ledgers.setdefault((topic, partition), PartitionLedger()).merge(ledger)
+            self._acks.merge((topic, partition), ledger)
 
     def _place(self, partitions: list[TopicPartition]) -> None:
         """Set the start offset of partitions assigned for the first time since the switch."""
@@ -227,12 +220,10 @@ class Consumer(RouteClient):
             self._commit_processed()  # what was processed on these partitions is kept
         except KafkaException as exc:  # the ledger is stored already; the broker may be gone
             log.warning("consumer.commit_on_revoke_failed", error=str(exc))
-        for tp in partitions:
-            for _, rid, _ in self._delivered.pop((tp.topic, tp.partition), ()):
-                if rid is not None:
-                    self._in_flight.discard((self._logical.get(tp.topic, tp.topic), rid))
-            self._processed.pop((tp.topic, tp.partition), None)
         gone = {(tp.topic, tp.partition) for tp in partitions}
+        self._acks.forget(gone)
+        for slot in gone:
+            self._processed.pop(slot, None)
         # Fetched, never handed out: the partition's next owner reads them from the committed offset.
         self._buffer = deque(m for m in self._buffer if (m.topic(), m.partition()) not in gone)
         # A logical partition stays owned while another of its physical topics is still assigned.
@@ -304,22 +295,11 @@ class Consumer(RouteClient):
             except FormatError as exc:
                 log.warning("record.bad_identity", topic=physical, partition=partition, offset=offset, error=str(exc))
         slot = (physical, partition)
-        delivered = self._delivered.get(slot)
-        if delivered is None:
-            delivered = self._delivered[slot] = deque()
-        if rid is not None:
-            ledger = self._ledgers.get((logical, rid.partition))
-            if (ledger is not None and ledger.has(rid)) or (logical, rid) in self._in_flight:
-                self.filtered += 1
-                delivered.append((offset, None, msg.timestamp()[1]))
-                if self._processed.get(slot, 0) <= offset:
-                    self._processed[slot] = offset + 1
-                log.debug("record.filtered", topic=logical, partition=partition, offset=offset)
-                return None
-            # Handed out, not yet in the ledger: a copy or re-sent twin arriving meanwhile (from
-            # another physical topic) is the same record and must not be handed out again.
-            self._in_flight.add((logical, rid))
-        delivered.append((offset, rid, msg.timestamp()[1]))
+        if not self._acks.offer(logical, slot, offset, rid, msg.timestamp()[1]):
+            if self._processed.get(slot, 0) <= offset:
+                self._processed[slot] = offset + 1
+            log.debug("record.filtered", topic=logical, partition=partition, offset=offset)
+            return None
         self._last_returned = (slot, offset)
         if physical == logical:
             return msg
@@ -357,7 +337,7 @@ class Consumer(RouteClient):
             # Offsets name physical partitions: the logical topic's own ("orders") or a remote
             # copy ("kafka-b.orders"); commit(message=...) picks the right one by itself.
             return {(tp.topic, tp.partition): tp.offset for tp in offsets}
-        return {slot: max(e[0] for e in entries) + 1 for slot, entries in self._delivered.items() if entries}
+        return self._acks.next_positions()
 
     def commit(
         self, message: Message | None = None, offsets: list[TopicPartition] | None = None, asynchronous: bool = True
@@ -386,27 +366,9 @@ class Consumer(RouteClient):
 
     def _ack_processed(self) -> set[tuple[str, int]]:
         """Move the identities of processed records into the ledgers; the ledgers touched."""
-        touched: set[tuple[str, int]] = set()
-        now = _now_ms()
-        ledgers, in_flight = self._ledgers, self._in_flight
         for slot, next_offset in self._processed.items():
-            entries = self._delivered.get(slot)
-            if not entries or entries[0][0] >= next_offset:
-                continue
-            logical = self._logical.get(slot[0], slot[0])
-            ts = 0
-            while entries and entries[0][0] < next_offset:
-                _, rid, ts = entries.popleft()
-                if rid is not None:
-                    in_flight.discard((logical, rid))
-                    key = (logical, rid.partition)
-                    ledger = ledgers.get(key)
-                    if ledger is None:
-                        ledger = ledgers[key] = PartitionLedger()
-                    ledger.ack(rid, now)
-                    touched.add(key)
-            self._processed_ts[slot] = ts
-        return touched
+            self._acks.acknowledge_through(slot, next_offset)
+        return self._acks.collect(_now_ms())
 
     def _offsets(self) -> list[TopicPartition]:
         return [TopicPartition(t, p, o) for (t, p), o in sorted(self._processed.items())]
@@ -418,7 +380,7 @@ class Consumer(RouteClient):
             generation = self._generations.get((topic, partition), 0)
             try:
                 self._ledgers_store.save(
-                    self.group, topic, partition, self._ledgers[(topic, partition)],
+                    self.group, topic, partition, self._acks.ledger((topic, partition)),
                     generation=generation, owner=self.options.client_id,
                 )  # fmt: skip
             except FencedError as exc:
@@ -430,6 +392,11 @@ class Consumer(RouteClient):
                     log.warning("ledger.fenced", topic=topic, partition=partition, error=str(exc))
 
     # -- the rest of the confluent_kafka surface ------------------------------------------
+
+    @property
+    def filtered(self) -> int:
+        """Records not handed out because they were acknowledged (or in flight) already."""
+        return self._acks.filtered
 
     def assignment(self) -> list[TopicPartition]:
         with self._lock:
@@ -497,18 +464,16 @@ class Consumer(RouteClient):
             raise
         with self._lock:
             old = self._inner
-            visit = Visit(current.active, dict(self._processed), dict(self._processed_ts))
+            visit = Visit(current.active, dict(self._processed), dict(self._acks.last_acked_ts))
             self._starts = StartPositions(
                 group=self.group, spec=spec, previous=visit,
                 links=self._follower.center.links(), skew_ms=self.options.timestamp_skew_ms, consumer=new,
             )  # fmt: skip
             self._started.clear()
-            self._processed_ts.clear()
             self._inner, self._spec = new, spec
             self._owned.clear()  # claimed again as the new cluster assigns partitions
-            self._delivered.clear()
+            self._acks.reset()
             self._buffer.clear()  # fetched from the old cluster, never handed out
-            self._in_flight.clear()
             self._processed.clear()
             if self._topics:
                 self._subscribe_inner()

@@ -10,9 +10,10 @@ import argparse
 import sys
 from typing import Any
 
+from hotstandby.adapter import load_adapter
 from hotstandby.cli.output import emit
 from hotstandby.cli.progress import ProgressBar
-from hotstandby.drill import DrillOptions, DrillProgress, run_kafka_drill
+from hotstandby.drill import DrillOptions, DrillProgress
 from hotstandby.refcluster import RefCluster
 
 __all__ = ["add_commands"]
@@ -62,7 +63,7 @@ def drill(args: argparse.Namespace) -> int:
         consumers=args.consumers, timeout_s=args.timeout, rate=args.rate,
     )  # fmt: skip
     try:
-        report = run_kafka_drill(rc, options, progress)
+        report = load_adapter(args.system).drill(rc, options, progress)
     finally:
         bar.close()
         if started_here and not args.keep:

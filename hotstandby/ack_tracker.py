@@ -1,0 +1,161 @@
+"""What a consumer handed out, what it may hand out, and what became acknowledged — for any
+messaging system.
+
+Records are read from *slots* (a physical topic and partition on the current cluster: ``orders``
+or its remote copy ``kafka-b.orders``; a Pulsar partition) at *positions* (a Kafka offset, an
+index the Pulsar adapter gives each message it receives). Acknowledgements are kept per
+*ledger key* — the logical topic and the partition the record's identity names — so that a
+record and its copies, on any slot of any cluster, share one ledger entry.
+
+A record is handed out unless its identity is in the ledger or is *in flight*: handed out and
+not yet acknowledged, which catches a copy or re-sent twin arriving from another slot while
+the application still works on the first. Acknowledging works through a slot's positions
+(Kafka's commit: everything before an offset) or one position (Pulsar's individual ack);
+:meth:`collect` then moves the identities into the ledgers and says which ledgers changed, for
+the caller to store.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from hotstandby.identity import RecordId
+from hotstandby.ledger import PartitionLedger
+
+__all__ = ["AckTracker", "LedgerKey", "Slot"]
+
+Slot = tuple[str, int]  # (physical topic, partition) records are read from
+LedgerKey = tuple[str, int]  # (logical topic, partition named by the identity)
+
+
+class _Delivered:
+    """One slot's records handed out (or filtered), in the order received."""
+
+    __slots__ = ("acked", "entries", "logical")
+
+    def __init__(self, logical: str) -> None:
+        self.logical = logical
+        # (position, identity or None when filtered or anonymous, timestamp ms)
+        self.entries: deque[tuple[int, RecordId | None, int]] = deque()
+        self.acked: set[int] = set()  # positions acknowledged out of order, not yet collected
+
+
+class AckTracker:
+    """Per consumer: the ledgers it filters by and the records it has handed out."""
+
+    def __init__(self) -> None:
+        self.ledgers: dict[LedgerKey, PartitionLedger] = {}
+        self._slots: dict[Slot, _Delivered] = {}
+        self._in_flight: set[tuple[str, RecordId]] = set()
+        self._through: dict[Slot, int] = {}  # acknowledged up to (excluded), not yet collected
+        # Per slot, the timestamp of the last record of the acknowledged prefix.
+        self.last_acked_ts: dict[Slot, int] = {}
+        self.filtered = 0
+
+    # -- receiving ------------------------------------------------------------------------
+
+    def offer(self, logical: str, slot: Slot, position: int, rid: RecordId | None, timestamp_ms: int) -> bool:
+        """A record was received; True when it is to be handed out (it is then in flight)."""
+        delivered = self._slots.get(slot)
+        if delivered is None:
+            delivered = self._slots[slot] = _Delivered(logical)
+        if rid is not None:
+            ledger = self.ledgers.get((logical, rid.partition))
+            if (ledger is not None and ledger.has(rid)) or (logical, rid) in self._in_flight:
+                self.filtered += 1
+                delivered.entries.append((position, None, timestamp_ms))
+                return False
+            self._in_flight.add((logical, rid))
+        delivered.entries.append((position, rid, timestamp_ms))
+        return True
+
+    def merge(self, key: LedgerKey, ledger: PartitionLedger) -> None:
+        """Acknowledgements stored elsewhere (another member, an earlier run) join the filter."""
+        self.ledger(key).merge(ledger)
+
+    def ledger(self, key: LedgerKey) -> PartitionLedger:
+        found = self.ledgers.get(key)
+        if found is None:
+            found = self.ledgers[key] = PartitionLedger()
+        return found
+
+    # -- acknowledging --------------------------------------------------------------------
+
+    def acknowledge_through(self, slot: Slot, next_position: int) -> None:
+        """Every record of ``slot`` before ``next_position`` is processed (a Kafka commit)."""
+        if self._through.get(slot, -1) < next_position:
+            self._through[slot] = next_position
+
+    def acknowledge(self, slot: Slot, position: int) -> None:
+        """The record at ``position`` of ``slot`` is processed (a Pulsar individual ack)."""
+        delivered = self._slots.get(slot)
+        if delivered is not None:
+            delivered.acked.add(position)
+
+    def collect(self, now_ms: int) -> set[LedgerKey]:
+        """Move the identities of acknowledged records into the ledgers; the ledgers changed."""
+        touched: set[LedgerKey] = set()
+        in_flight = self._in_flight
+        for slot, delivered in self._slots.items():
+            through = self._through.get(slot, -1)
+            acked = delivered.acked
+            if not delivered.entries or (delivered.entries[0][0] >= through and not acked):
+                continue
+            logical = delivered.logical
+            kept: deque[tuple[int, RecordId | None, int]] | None = deque() if acked else None
+            newest_ts = None
+            gap = False  # the timestamp only follows the acknowledged prefix: a seek to it skips nothing
+            while delivered.entries:
+                position, rid, ts = delivered.entries[0]
+                if position >= through and position not in acked:
+                    if kept is None:
+                        break
+                    kept.append(delivered.entries.popleft())  # out of order: still handed out
+                    gap = True
+                    continue
+                delivered.entries.popleft()
+                acked.discard(position)
+                if not gap:
+                    newest_ts = ts
+                if rid is not None:
+                    in_flight.discard((logical, rid))
+                    key = (logical, rid.partition)
+                    self.ledger(key).ack(rid, now_ms)
+                    touched.add(key)
+            if kept is not None:
+                delivered.entries = kept
+                acked.clear()  # positions acknowledged but never handed out here: nothing to do
+            if newest_ts is not None:
+                self.last_acked_ts[slot] = newest_ts
+        return touched
+
+    # -- bookkeeping ----------------------------------------------------------------------
+
+    def outstanding(self, slot: Slot) -> int:
+        """Records of ``slot`` handed out or filtered and not yet collected."""
+        delivered = self._slots.get(slot)
+        return len(delivered.entries) if delivered else 0
+
+    def next_positions(self) -> dict[Slot, int]:
+        """Per slot, the position after the last record received (what a commit of all covers)."""
+        return {slot: d.entries[-1][0] + 1 for slot, d in self._slots.items() if d.entries}
+
+    def forget(self, slots: set[Slot]) -> None:
+        """The slots were taken away (a rebalance): what was handed out there is not acknowledged
+        and may be handed out again — by whoever reads them next."""
+        for slot in slots:
+            delivered = self._slots.pop(slot, None)
+            self._through.pop(slot, None)
+            if delivered is None:
+                continue
+            for _, rid, _ in delivered.entries:
+                if rid is not None:
+                    self._in_flight.discard((delivered.logical, rid))
+
+    def reset(self) -> None:
+        """A switch: nothing handed out on the old cluster is pending any more (its
+        acknowledgements were collected and stored first). Ledgers stay."""
+        self._slots.clear()
+        self._in_flight.clear()
+        self._through.clear()
+        self.last_acked_ts.clear()
