@@ -16,7 +16,6 @@ key                                 default   meaning
 ``hotstandby.drain.timeout.ms``     10000     planned switch: time to finish on the old cluster
 ``hotstandby.partitioner``          murmur2   keyed partitioner (murmur2 or crc32)
 ``hotstandby.timestamp.skew.ms``    5000      clock-skew margin (timestamp seeks, replay trim)
-``hotstandby.ledger.flush.ms``      1000      consumers: periodic ledger flush
 ==================================  ========  ==============================================
 """
 
@@ -57,7 +56,6 @@ class ClientOptions:
     drain_timeout_ms: int = 10_000
     partitioner: str = "murmur2"
     timestamp_skew_ms: int = 5_000
-    ledger_flush_ms: int = 1_000
 
     @classmethod
     def split(cls, config: Mapping[str, Any], *, role: str) -> tuple[ClientOptions, dict[str, Any]]:
@@ -72,7 +70,7 @@ class ClientOptions:
             raise ValidationError(PREFIX + "route", "required: the route this client follows")
         known = {f"{PREFIX}{k}" for k in ("route", "etcd", "namespace", "client.id", "replay.window.ms",
                                           "replay.window.bytes", "drain.timeout.ms", "partitioner",
-                                          "timestamp.skew.ms", "ledger.flush.ms")}  # fmt: skip
+                                          "timestamp.skew.ms")}  # fmt: skip
         unknown = sorted(k for k in config if k.startswith(PREFIX) and k not in known)
         if unknown:
             raise ValidationError(unknown[0], f"unknown setting; known: {', '.join(sorted(known))}")
@@ -85,7 +83,6 @@ class ClientOptions:
             drain_timeout_ms=_int(config, PREFIX + "drain.timeout.ms", 10_000),
             partitioner=str(config.get(PREFIX + "partitioner", "murmur2")),
             timestamp_skew_ms=_int(config, PREFIX + "timestamp.skew.ms", 5_000),
-            ledger_flush_ms=_int(config, PREFIX + "ledger.flush.ms", 1_000),
         )
         passthrough = {k: v for k, v in config.items() if not k.startswith(PREFIX)}
         return options, passthrough
