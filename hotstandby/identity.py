@@ -76,9 +76,14 @@ class RecordId(NamedTuple):
     sequence: int
 
     def encode(self) -> bytes:
-        if len(self.session) != _SESSION_BYTES:
-            raise FormatError(f"session must be {_SESSION_BYTES} bytes, got {len(self.session)}")
-        return bytes((VERSION,)) + self.session + write_uvarint(self.partition) + write_uvarint(self.sequence)
+        session, partition, sequence = self
+        if len(session) != _SESSION_BYTES:
+            raise FormatError(f"session must be {_SESSION_BYTES} bytes, got {len(session)}")
+        if 0 <= partition < 0x80 and 0 <= sequence < 0x4000:  # the common case, one per record sent
+            if sequence < 0x80:
+                return b"\x01" + session + bytes((partition, sequence))
+            return b"\x01" + session + bytes((partition, (sequence & 0x7F) | 0x80, sequence >> 7))
+        return bytes((VERSION,)) + session + write_uvarint(partition) + write_uvarint(sequence)
 
     @classmethod
     def decode(cls, data: bytes) -> RecordId:

@@ -10,6 +10,7 @@ partitioner, with a fixed batch size).
 
 from __future__ import annotations
 
+import struct
 import zlib
 from collections.abc import Callable
 
@@ -21,35 +22,28 @@ _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
 
 
-def _to_signed(value: int) -> int:
-    value &= _MASK
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
 def murmur2(data: bytes) -> int:
     """Kafka's murmur2 (seed 0x9747b28c), as a signed 32-bit int like Java's ``Utils.murmur2``."""
     length = len(data)
     h = (0x9747B28C ^ length) & _MASK
-    blocks = length // 4
-    for i in range(blocks):
-        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        k = (k * _M) & _MASK
-        h = (h * _M) & _MASK
-        h ^= k
-    tail = data[4 * blocks :]
-    if len(tail) >= 3:
-        h ^= tail[2] << 16
-    if len(tail) >= 2:
-        h ^= tail[1] << 8
+    blocks = length >> 2
+    if blocks:
+        for block in struct.unpack_from(f"<{blocks}I", data):  # one call, not a slice per block
+            k = (block * _M) & _MASK
+            k = ((k ^ (k >> 24)) * _M) & _MASK
+            h = ((h * _M) & _MASK) ^ k
+    tail = length & 3
     if tail:
-        h ^= tail[0]
-        h = (h * _M) & _MASK
+        i = blocks << 2
+        if tail == 3:
+            h ^= data[i + 2] << 16
+        if tail >= 2:
+            h ^= data[i + 1] << 8
+        h = ((h ^ data[i]) * _M) & _MASK
     h ^= h >> 13
     h = (h * _M) & _MASK
     h ^= h >> 15
-    return _to_signed(h)
+    return h - (1 << 32) if h & 0x80000000 else h
 
 
 KEYED: dict[str, Callable[[bytes, int], int]] = {

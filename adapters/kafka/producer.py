@@ -75,6 +75,8 @@ def _as_bytes(value: Any) -> bytes | None:
 
 
 def _headers(headers: Any) -> list[tuple[str, str | bytes | None]]:
+    if not headers:
+        return []
     items = list(headers.items()) if isinstance(headers, dict) else list(headers or [])
     out: list[tuple[str, str | bytes | None]] = [(str(k), _as_bytes(v) or b"") for k, v in items]
     if any(k == HEADER for k, _ in out):

@@ -3,6 +3,8 @@ from __future__ import annotations
 import zlib
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hotstandby.adapters.kafka.partitioner import Partitioner, murmur2
 from hotstandby.errors import ValidationError
@@ -34,3 +36,33 @@ def test_unkeyed_records_stick_then_move_round_robin() -> None:
     p = Partitioner(sticky_records=3)
     assert [p.partition("t", None, 4) for _ in range(10)] == [0, 0, 0, 1, 1, 1, 2, 2, 2, 3]
     assert p.partition("other", None, 2) == 0
+
+
+def reference_murmur2(data: bytes) -> int:
+    """Java's Utils.murmur2, transcribed step by step."""
+    m, mask = 0x5BD1E995, 0xFFFFFFFF
+    h = (0x9747B28C ^ len(data)) & mask
+    for i in range(len(data) // 4):
+        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
+        k = (k * m) & mask
+        k ^= k >> 24
+        k = (k * m) & mask
+        h = (h * m) & mask
+        h ^= k
+    tail = data[len(data) // 4 * 4 :]
+    if len(tail) >= 3:
+        h ^= tail[2] << 16
+    if len(tail) >= 2:
+        h ^= tail[1] << 8
+    if tail:
+        h ^= tail[0]
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+@given(st.binary(max_size=64))
+def test_murmur2_agrees_with_the_step_by_step_transcription(data: bytes) -> None:
+    assert murmur2(data) == reference_murmur2(data)
