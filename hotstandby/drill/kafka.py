@@ -25,6 +25,11 @@ __all__ = ["DrillOptions", "DrillProgress", "run_kafka_drill"]
 log = get_logger("hotstandby.drill")
 
 ROUTE = "orders"
+# What the reference cluster sustains: its replicator copies about 2 300 records/s, and the
+# one-record produce requests Tansu needs (see refcluster.py) cost it a request each; offered
+# faster, replication lags by minutes and a flip back re-sends tens of thousands of records at
+# once, which Tansu answers only after librdkafka's request timeout.
+MAX_PACE = 2000.0
 PARTITIONS = 4  # what Tansu creates by itself when a restarted, empty broker is asked for the topic
 
 
@@ -34,14 +39,14 @@ class DrillOptions:
     switches: int = 2
     kill_primary: bool = False
     consumers: int = 2
-    rate: int | None = None  # records/s offered; None: spread over ~6 s per phase, at most 5000/s
+    rate: int | None = None  # records/s offered; None: spread over ~6 s per phase, at most MAX_PACE
 
     @property
     def pace(self) -> float:
         """Records per second the producer offers, so that the flips fall mid-stream."""
         if self.rate is not None:
             return float(self.rate)
-        return min(5000.0, self.messages / (6.0 * (self.switches + 1)))
+        return min(MAX_PACE, self.messages / (6.0 * (self.switches + 1)))
 
     timeout_s: float = 600.0  # the whole drill, after which it reports what it has
     settle_s: float = 5.0  # after everything was consumed: how long to watch for duplicates
