@@ -63,7 +63,7 @@ class AdapterContract:
     def test_a_short_drill_there_and_back_loses_and_duplicates_nothing(
         self, adapter: Adapter, refcluster: RefCluster
     ) -> None:
-        report = adapter.drill(refcluster, DrillOptions(messages=1000, switches=2, consumers=2))
+        report = adapter.drill(refcluster, DrillOptions(messages=1000, switches=2, consumers=2, timeout_s=120))
         assert report.produced == 1000
         assert (report.lost, report.duplicated) == (0, 0), report.human()
         assert len(report.switches) == 2
