@@ -209,8 +209,14 @@ class Producer(RouteClient):
             if err is not None and err.code() in _PURGED and not self._user_purge:
                 return
             if err is None:
+                # A report without an offset proves nothing about replication: never trimmed.
+                offset = msg.offset()
                 record.stored_on = self._spec.name
-                record.stored = StoredRecord(record.topic, record.partition, msg.offset() or 0, int(time.time() * 1000))
+                record.stored = (
+                    StoredRecord(record.topic, record.partition, offset, int(time.time() * 1000))
+                    if offset is not None and offset >= 0
+                    else None
+                )
             if self._pending.pop(record.slot, None) is not None and err is None:
                 record.acked_at = time.monotonic()
                 self._window.append(record)
