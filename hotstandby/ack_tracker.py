@@ -17,6 +17,7 @@ the caller to store.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 
 from hotstandby.identity import RecordId
@@ -51,6 +52,8 @@ class AckTracker:
         # Per slot, the timestamp of the last record of the acknowledged prefix.
         self.last_acked_ts: dict[Slot, int] = {}
         self.filtered = 0
+        # What was handed out on the previous cluster and never acknowledged (see reset).
+        self._left: dict[Slot, _Delivered] = {}
 
     # -- receiving ------------------------------------------------------------------------
 
@@ -78,6 +81,17 @@ class AckTracker:
         if found is None:
             found = self.ledgers[key] = PartitionLedger()
         return found
+
+    def handed_out(self, slot: Slot, position: int, rid: RecordId | None, timestamp_ms: int) -> bool:
+        """Whether this record (same position, identity and timestamp) was handed out here and is
+        not collected yet. A message the application got from a cluster the consumer has left
+        is not: the same slot name and position name another record here."""
+        delivered = self._slots.get(slot)
+        if delivered is None:
+            return False
+        entries = delivered.entries  # in position order
+        i = bisect_left(entries, position, key=lambda e: e[0])
+        return i < len(entries) and entries[i][0] == position and entries[i][1:] == (rid, timestamp_ms)
 
     # -- acknowledging --------------------------------------------------------------------
 
@@ -152,9 +166,43 @@ class AckTracker:
                 if rid is not None:
                     self._in_flight.discard((delivered.logical, rid))
 
+    def acknowledge_left_behind(
+        self, slot: Slot, position: int, rid: RecordId | None, timestamp_ms: int, now_ms: int
+    ) -> set[LedgerKey] | None:
+        """A record handed out before the last :meth:`reset` (on a cluster the consumer has left)
+        was processed after it: that record and those of its slot handed out before it (what a
+        Kafka commit of it covers) join the ledgers, by identity. Returns the ledgers changed,
+        or None when the record is not one left behind."""
+        delivered = self._left.get(slot)
+        if delivered is None:
+            return None
+        entries = delivered.entries
+        i = bisect_left(entries, position, key=lambda e: e[0])
+        if not (i < len(entries) and entries[i][0] == position and entries[i][1:] == (rid, timestamp_ms)):
+            return None
+        touched: set[LedgerKey] = set()
+        while entries and entries[0][0] <= position:
+            _, left_rid, _ = entries.popleft()
+            key = self.acknowledge_identity(delivered.logical, left_rid, now_ms) if left_rid is not None else None
+            if key is not None:
+                touched.add(key)
+        return touched
+
+    def acknowledge_identity(self, logical: str, rid: RecordId, now_ms: int) -> LedgerKey | None:
+        """The record ``rid`` of ``logical`` is processed, wherever it was read; the ledger
+        changed, or None when it held the record already."""
+        key = (logical, rid.partition)
+        ledger = self.ledger(key)
+        if ledger.has(rid):
+            return None
+        ledger.ack(rid, now_ms)
+        return key
+
     def reset(self) -> None:
         """A switch: nothing handed out on the old cluster is pending any more (its
-        acknowledgements were collected and stored first). Ledgers stay."""
+        acknowledgements were collected and stored first). Ledgers stay; what was handed out
+        and not acknowledged is kept aside until the next reset, for late acknowledgements."""
+        self._left = {slot: d for slot, d in self._slots.items() if d.entries}
         self._slots.clear()
         self._in_flight.clear()
         self._through.clear()

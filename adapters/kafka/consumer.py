@@ -15,6 +15,12 @@ never hands a record over twice.
   (a failure — an old cluster gone, a group being rebalanced — is logged, never raised, and a
   synchronous broker commit would wait without a limit for a dead coordinator). A ledger that
   cannot be stored raises.
+* ``commit`` acknowledges what confluent_kafka would commit: the stored offsets, a message's
+  partition up to that message, or the given offsets. Without auto commit the consumer
+  acknowledges nothing on its own, not at a rebalance and not at a switch. A message the
+  application got from a cluster the consumer has since left is acknowledged by identity (it
+  and the records of its partition handed out before it), never by offset: its offset names
+  another record on the new cluster.
 * A partition's ledger is claimed when the partition is assigned: a higher generation fences
   the previous owner's writes.
 * On a switch the consumer stores its ledgers, leaves the old cluster and subscribes on the new
@@ -24,6 +30,7 @@ never hands a record over twice.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import deque
@@ -71,6 +78,20 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _record_id(
+    headers: list[tuple[str, Any]] | dict[str, Any], topic: str, partition: int, offset: int
+) -> RecordId | None:
+    """The record's ``hs-id``; None when it has none (not written by our producer) or a bad one."""
+    raw = dict(headers).get(HEADER)
+    if raw is None:
+        return None
+    try:
+        return RecordId.decode(raw if isinstance(raw, bytes) else raw.encode())
+    except FormatError as exc:
+        log.warning("record.bad_identity", topic=topic, partition=partition, offset=offset, error=str(exc))
+        return None
+
+
 class Consumer(RouteClient):
     """Drop-in replacement for :class:`confluent_kafka.Consumer` (see the module doc)."""
 
@@ -100,7 +121,13 @@ class Consumer(RouteClient):
         self._fenced: set[tuple[str, int]] = set()  # of those, claimed by another member since
         self._starts: StartPositions | None = None  # after a switch: where each partition starts
         self._started: set[Slot] = set()
-        self._processed: dict[Slot, int] = {}  # next offset to commit, per physical partition
+        # Per physical partition: the offset after the records stored as processed (returned
+        # with enable.auto.offset.store, or store_offsets), after those acknowledged (committed),
+        # and the last one handed out.
+        self._stored: dict[Slot, int] = {}
+        self._acked: dict[Slot, int] = {}
+        self._handed: dict[Slot, int] = {}
+        self._acked_elsewhere: set[tuple[str, int]] = set()  # ledgers to store: acknowledgements after a switch
         # Fetched from the current cluster, not yet examined (see _next).
         self._buffer: deque[Message] = deque()
         self._last_returned: tuple[Slot, int] | None = None  # (slot, offset) returned by poll
@@ -216,14 +243,13 @@ class Consumer(RouteClient):
         if self._on_revoke:
             # First, so that what the application commits there is kept too.
             self._on_revoke(self, self._logical_partitions(partitions))
-        try:
-            self._commit_processed()  # what was processed on these partitions is kept
-        except KafkaException as exc:  # the ledger is stored already; the broker may be gone
-            log.warning("consumer.commit_on_revoke_failed", error=str(exc))
+        if self._auto_commit:
+            self._commit(dict(self._stored))  # what was processed on these partitions is kept
         gone = {(tp.topic, tp.partition) for tp in partitions}
         self._acks.forget(gone)
         for slot in gone:
-            self._processed.pop(slot, None)
+            for offsets in (self._stored, self._acked, self._handed):
+                offsets.pop(slot, None)
         # Fetched, never handed out: the partition's next owner reads them from the committed offset.
         self._buffer = deque(m for m in self._buffer if (m.topic(), m.partition()) not in gone)
         # A logical partition stays owned while another of its physical topics is still assigned.
@@ -287,20 +313,18 @@ class Consumer(RouteClient):
         physical, partition, offset = msg.topic() or "", msg.partition() or 0, msg.offset() or 0
         logical = self._logical.get(physical, physical)
         headers = msg.headers()
-        raw = dict(headers).get(HEADER) if headers else None
-        rid: RecordId | None = None
-        if raw is not None:
-            try:
-                rid = RecordId.decode(raw if isinstance(raw, bytes) else raw.encode())
-            except FormatError as exc:
-                log.warning("record.bad_identity", topic=physical, partition=partition, offset=offset, error=str(exc))
+        rid = _record_id(headers, physical, partition, offset) if headers else None
         slot = (physical, partition)
         if not self._acks.offer(logical, slot, offset, rid, msg.timestamp()[1]):
-            if self._processed.get(slot, 0) <= offset:
-                self._processed[slot] = offset + 1
+            # Processed as it is filtered, but a commit covering it covers what was handed out
+            # before: only once that is stored too.
+            stored = self._stored.get(slot, 0)
+            if stored > self._handed.get(slot, -1) and stored <= offset:
+                self._stored[slot] = offset + 1
             log.debug("record.filtered", topic=logical, partition=partition, offset=offset)
             return None
         self._last_returned = (slot, offset)
+        self._handed[slot] = offset
         if physical == logical:
             return msg
         out = _Message(
@@ -315,24 +339,41 @@ class Consumer(RouteClient):
     def _mark_returned_processed(self) -> None:
         if self._auto_store and self._last_returned is not None:
             slot, offset = self._last_returned
-            if self._processed.get(slot, 0) <= offset:
-                self._processed[slot] = offset + 1
+            if self._stored.get(slot, 0) <= offset:
+                self._stored[slot] = offset + 1
         self._last_returned = None
 
     def _maybe_auto_commit(self) -> None:
         if self._auto_commit and time.monotonic() >= self._last_auto_commit + self._auto_interval_s:
-            self._commit_processed(asynchronous=True)
+            self._commit(dict(self._stored), asynchronous=True)
 
     def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
         """Mark records processed (for ``enable.auto.offset.store=false``)."""
         with self._lock:
             for slot, next_offset in self._slots(message, offsets).items():
-                self._processed[slot] = max(self._processed.get(slot, 0), next_offset)
+                self._stored[slot] = max(self._stored.get(slot, 0), next_offset)
 
     def _slots(self, message: Message | None, offsets: list[TopicPartition] | None) -> dict[Slot, int]:
         if message is not None:
             physical = str(getattr(message, "physical_topic", None) or message.topic())
-            return {(physical, message.partition() or 0): (message.offset() or 0) + 1}
+            slot, offset = (physical, message.partition() or 0), message.offset() or 0
+            headers = message.headers()
+            rid = _record_id(headers, physical, slot[1], offset) if headers else None
+            timestamp = message.timestamp()[1]
+            if self._acks.handed_out(slot, offset, rid, timestamp):
+                return {slot: offset + 1}
+            # Handed out on a cluster this consumer has left (or acknowledged already): its
+            # offset names another record here, so it is acknowledged by identity only.
+            left = self._acks.acknowledge_left_behind(slot, offset, rid, timestamp, _now_ms())
+            if left is None and rid is not None:
+                key = self._acks.acknowledge_identity(str(message.topic()), rid, _now_ms())
+                left = {key} if key is not None else set()
+            if left is None:
+                log.info("consumer.ack_without_identity_ignored", topic=physical, partition=slot[1], offset=offset,
+                         cluster=self._spec.name)  # fmt: skip
+            else:
+                self._acked_elsewhere |= left
+            return {}
         if offsets is not None:
             # Offsets name physical partitions: the logical topic's own ("orders") or a remote
             # copy ("kafka-b.orders"); commit(message=...) picks the right one by itself.
@@ -342,18 +383,29 @@ class Consumer(RouteClient):
     def commit(
         self, message: Message | None = None, offsets: list[TopicPartition] | None = None, asynchronous: bool = True
     ) -> list[TopicPartition] | None:
-        """Acknowledge: ledger first (in the config center), then the broker's offsets."""
+        """Acknowledge, as confluent_kafka commits: the stored offsets, or the given message's
+        partition up to it, or the given offsets. Ledger first (in the config center), then the
+        broker's offsets."""
         with self._lock:
-            for slot, next_offset in self._slots(message, offsets).items():
-                self._processed[slot] = max(self._processed.get(slot, 0), next_offset)
-            return self._commit_processed(asynchronous=asynchronous)
+            if message is None and offsets is None:
+                self._mark_returned_processed()
+                return self._commit(dict(self._stored), asynchronous=asynchronous)
+            return self._commit(self._slots(message, offsets), asynchronous=asynchronous)
 
-    def _commit_processed(self, *, asynchronous: bool = False) -> list[TopicPartition] | None:
+    def _acknowledge(self, positions: dict[Slot, int]) -> None:
+        for slot, next_offset in positions.items():
+            self._acks.acknowledge_through(slot, next_offset)
+            if self._acked.get(slot, -1) < next_offset:
+                self._acked[slot] = next_offset
+
+    def _commit(self, positions: dict[Slot, int], *, asynchronous: bool = False) -> list[TopicPartition] | None:
         self._last_auto_commit = time.monotonic()
-        self._flush_ledgers(self._ack_processed())
-        if not self._processed:
+        self._acknowledge(positions)
+        self._flush_ledgers(self._acks.collect(_now_ms()))
+        self._store_elsewhere_acks()
+        if not positions:
             return None
-        offsets = self._offsets()
+        offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(positions.items())]
         try:
             # Always asynchronous on the broker: a synchronous commit waits without a limit for
             # a coordinator, and a dead cluster would hold the client (and its switch) forever.
@@ -364,14 +416,19 @@ class Consumer(RouteClient):
             log.warning("consumer.broker_commit_failed", cluster=self._spec.name, error=str(exc))
         return None if asynchronous else offsets
 
-    def _ack_processed(self) -> set[tuple[str, int]]:
-        """Move the identities of processed records into the ledgers; the ledgers touched."""
-        for slot, next_offset in self._processed.items():
-            self._acks.acknowledge_through(slot, next_offset)
-        return self._acks.collect(_now_ms())
-
-    def _offsets(self) -> list[TopicPartition]:
-        return [TopicPartition(t, p, o) for (t, p), o in sorted(self._processed.items())]
+    def _store_elsewhere_acks(self) -> None:
+        """Store ledgers that gained acknowledgements of records from a cluster we left. Saves
+        merge, so this works whoever owns the partition now; its owner follows the stored
+        ledgers and skips the records (unless it handed them out already: at least once)."""
+        for topic, partition in sorted(self._acked_elsewhere):
+            generation = self._generations.get((topic, partition), 0) if (topic, partition) in self._owned else 0
+            with contextlib.suppress(FencedError):  # merged into another member's ledger, as intended
+                self._ledgers_store.save(
+                    self.group, topic, partition, self._acks.ledger((topic, partition)),
+                    generation=generation, owner=self.options.client_id,
+                )  # fmt: skip
+            self._acked_elsewhere.discard((topic, partition))  # kept until stored: a failed save raises
+            log.info("consumer.acknowledged_after_switch", topic=topic, partition=partition, cluster=self._spec.name)
 
     def _flush_ledgers(self, keys: set[tuple[str, int]]) -> None:
         """Store the given ledgers, those this member owns; acks of others' partitions stay local
@@ -416,11 +473,12 @@ class Consumer(RouteClient):
     def close(self) -> None:
         """Commit what was processed (with auto commit), store the ledgers, leave the group."""
         with self._lock:
-            self._mark_returned_processed()
             if self._auto_commit:
-                self._commit_processed()
+                self._mark_returned_processed()
+                self._commit(dict(self._stored))
             else:
                 self._flush_ledgers(set(self._owned))
+                self._store_elsewhere_acks()
             inner = self._inner
             self._closing = True
         self._leave(inner, self._spec)
@@ -464,7 +522,7 @@ class Consumer(RouteClient):
             raise
         with self._lock:
             old = self._inner
-            visit = Visit(current.active, dict(self._processed), dict(self._acks.last_acked_ts))
+            visit = Visit(current.active, dict(self._acked), dict(self._acks.last_acked_ts))
             self._starts = StartPositions(
                 group=self.group, spec=spec, previous=visit,
                 links=self._follower.center.links(), skew_ms=self.options.timestamp_skew_ms, consumer=new,
@@ -474,7 +532,8 @@ class Consumer(RouteClient):
             self._owned.clear()  # claimed again as the new cluster assigns partitions
             self._acks.reset()
             self._buffer.clear()  # fetched from the old cluster, never handed out
-            self._processed.clear()
+            for offsets in (self._stored, self._acked, self._handed):
+                offsets.clear()
             if self._topics:
                 self._subscribe_inner()
             self.switches += 1
@@ -495,13 +554,18 @@ class Consumer(RouteClient):
             self._switched.notify_all()
 
     def _settle(self) -> None:
-        """Store every acknowledgement (ledger first), then commit on the old cluster if it answers."""
-        self._mark_returned_processed()
-        touched = self._ack_processed()
-        self._flush_ledgers(touched | self._owned)
-        if self._processed:
+        """Store every acknowledgement (ledger first), then commit on the old cluster if it
+        answers. With auto commit, what was returned counts as processed; without, what the
+        application did not commit stays unacknowledged (see AckTracker.reset)."""
+        if self._auto_commit:
+            self._mark_returned_processed()
+            self._acknowledge(dict(self._stored))
+        self._flush_ledgers(self._acks.collect(_now_ms()) | self._owned)
+        self._store_elsewhere_acks()
+        if self._acked:
+            offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(self._acked.items())]
             try:
-                self._inner.commit(offsets=self._offsets(), asynchronous=True)
+                self._inner.commit(offsets=offsets, asynchronous=True)
             except KafkaException as exc:  # the ledger holds them; the old cluster may be gone
                 log.warning("consumer.commit_failed", cluster=self._spec.name, error=str(exc))
 

@@ -7,12 +7,13 @@ import time
 import uuid
 from collections.abc import Callable
 
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka import Consumer, Producer
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.identity import HEADER, RecordId
+from hotstandby.ledger_store import LedgerStore
 from hotstandby.refcluster import RefCluster
 from hotstandby.switching import SwitchState
 from tests.integration.kafka_helpers import create_topic, route_config
@@ -30,16 +31,21 @@ def produce(rc: RefCluster, namespace: str, topic: str, values: list[str]) -> No
         producer.close()
 
 
-def consume(consumer: Consumer, count: int, timeout: float = 60.0) -> list[str]:
-    """Values of the next ``count`` records (fails after ``timeout``)."""
-    got: list[str] = []
+def hold(consumer: Consumer, count: int, timeout: float = 60.0) -> list[Message]:
+    """The next ``count`` records, kept (not committed)."""
+    held: list[Message] = []
     deadline = time.monotonic() + timeout
-    while len(got) < count:
-        assert time.monotonic() < deadline, f"{len(got)} of {count} records within {timeout} s"
+    while len(held) < count:
+        assert time.monotonic() < deadline, f"{len(held)} of {count} records"
         msg = consumer.poll(0.5)
         if msg is not None and msg.error() is None:
-            got.append(msg.value().decode())
-    return got
+            held.append(msg)
+    return held
+
+
+def consume(consumer: Consumer, count: int, timeout: float = 60.0) -> list[str]:
+    """Values of the next ``count`` records (fails after ``timeout``)."""
+    return [m.value().decode() for m in hold(consumer, count, timeout)]
 
 
 def consume_until(
@@ -51,6 +57,18 @@ def consume_until(
     while not done():
         assert time.monotonic() < deadline, f"condition not met within {timeout} s {what()}"
         msg = consumer.poll(0.1)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value().decode())
+    return got
+
+
+def consume_all(consumer: Consumer, wanted: set[str], timeout: float = 60.0) -> list[str]:
+    """Values polled until every one of ``wanted`` arrived (fails after ``timeout``)."""
+    got: list[str] = []
+    deadline = time.monotonic() + timeout
+    while not wanted <= set(got):
+        assert time.monotonic() < deadline, f"not delivered within {timeout} s: {sorted(wanted - set(got))}"
+        msg = consumer.poll(0.5)
         if msg is not None and msg.error() is None:
             got.append(msg.value().decode())
     return got
@@ -233,3 +251,64 @@ def test_a_member_joining_during_a_switch_rebalances_without_duplicates(
     twice = sorted({v for v in got if got.count(v) > 1})
     assert not twice, f"handed out twice: {twice}"
     assert sorted(got) == sorted(before + after)
+
+
+def test_a_commit_after_the_switch_of_a_record_from_the_old_cluster_moves_no_offset_there(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """An application still holding records of kafka-a commits them once the consumer is on
+    kafka-b. The offset names another record there: committing it would skip kafka-b's own
+    records. The commit acknowledges the records by identity instead."""
+    topic = f"l-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 1)
+    produce(refcluster, namespace, topic, [f"a{i}" for i in range(30)])
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(route_config(refcluster, namespace, **{"group.id": group, "enable.auto.commit": False}))
+    try:
+        consumer.subscribe([topic])
+        held = hold(consumer, 30)
+        consumer.commit(message=held[19], asynchronous=False)
+        center.switch("orders", "kafka-b", reason="test")
+        early = consume_until(consumer, lambda: consumer.cluster == "kafka-b")
+        committed = consumer.commit(message=held[29], asynchronous=False)  # a0..a29: all processed now
+        assert (topic, 0, 30) not in {(tp.topic, tp.partition, tp.offset) for tp in committed or []}
+        stored = LedgerStore(center).load(group, topic, 0).ledger
+        ids = [RecordId.decode(dict(m.headers() or [])[HEADER]) for m in held]
+        assert all(stored.has(r) for r in ids), "the late commit is stored by identity"
+        produce(refcluster, namespace, topic, [f"b{i}" for i in range(5)])  # on kafka-b, offsets 0..4
+        got = consume_all(consumer, {f"b{i}" for i in range(5)}, timeout=90)  # fails if they were skipped
+        got += no_more(consumer)
+    finally:
+        consumer.close()
+    assert set(early) <= {f"a{i}" for i in range(20, 30)}, "only uncommitted records come again"
+    assert sorted(got) == [f"b{i}" for i in range(5)], "acknowledged records are filtered after the late commit"
+
+
+def test_without_auto_commit_only_what_the_application_commits_is_acknowledged(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """As with confluent_kafka: commit(message) covers that message's partition only, and
+    neither a switch nor closing commits anything. The uncommitted records come again."""
+    topic = f"m-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 2)
+    values = [f"a{i}" for i in range(40)]
+    produce(refcluster, namespace, topic, values)
+    config = route_config(
+        refcluster, namespace, **{"group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}
+    )
+    consumer = Consumer(config)
+    try:
+        consumer.subscribe([topic])
+        held = hold(consumer, 40)
+        last_of_0 = [m for m in held if m.partition() == 0][-1]
+        consumer.commit(message=last_of_0, asynchronous=False)
+        committed = {m.value().decode() for m in held if m.partition() == 0}
+        center.switch("orders", "kafka-b", reason="test")
+        again = consume_until(consumer, lambda: consumer.cluster == "kafka-b")
+        again += consume_all(consumer, set(values) - committed - set(again), timeout=90)
+        again += no_more(consumer)
+    finally:
+        consumer.close()
+    assert sorted(again) == sorted(set(values) - committed), "exactly the uncommitted records, once"

@@ -84,6 +84,49 @@ def test_individual_acks_out_of_order_and_the_timestamp_of_the_acknowledged_pref
     assert t.outstanding(("kafka-b.orders", 0)) == 1  # the filtered twin, not acknowledged there yet
 
 
+def test_handed_out_names_only_the_record_handed_out_here_and_not_yet_collected() -> None:
+    t = AckTracker()
+    for pos in range(5):
+        t.offer("orders", ("orders", 0), pos, rid(pos), 100 + pos)
+    t.offer("orders", ("orders", 0), 5, None, 105)  # anonymous
+    assert t.handed_out(("orders", 0), 3, rid(3), 103)
+    assert t.handed_out(("orders", 0), 5, None, 105)
+    # Same slot and position on a cluster the consumer left: another record.
+    assert not t.handed_out(("orders", 0), 3, rid(9), 103)
+    assert not t.handed_out(("orders", 0), 5, None, 999)
+    assert not t.handed_out(("orders", 0), 6, rid(6), 106)
+    assert not t.handed_out(("orders", 1), 3, rid(3), 103)
+    t.acknowledge_through(("orders", 0), 4)
+    t.collect(now_ms=1)
+    assert not t.handed_out(("orders", 0), 3, rid(3), 103), "collected: nothing left to acknowledge"
+    assert t.handed_out(("orders", 0), 4, rid(4), 104)
+    t.reset()
+    assert not t.handed_out(("orders", 0), 4, rid(4), 104), "a switch: what was handed out is gone"
+
+
+def test_a_late_acknowledgement_after_a_switch_counts_by_identity_only() -> None:
+    t = AckTracker()
+    for pos in range(10, 15):
+        t.offer("orders", ("orders", 0), pos, rid(pos), pos)
+    t.acknowledge_through(("orders", 0), 11)
+    t.collect(now_ms=1)
+    t.reset()  # the switch: 11..14 were handed out on the old cluster, not acknowledged
+    t.offer("orders", ("orders", 0), 13, rid(99), 13)  # the new cluster's record at offset 13
+    # The application commits the old cluster's record at 13: it and 11, 12 join the ledger...
+    assert not t.handed_out(("orders", 0), 13, rid(13), 13)
+    assert t.acknowledge_left_behind(("orders", 0), 13, rid(13), 13, now_ms=2) == {("orders", 0)}
+    assert [r in t.ledgers[("orders", 0)] for r in (rid(11), rid(12), rid(13), rid(14))] == [True, True, True, False]
+    # ... the new cluster's record at the same offset does not.
+    assert rid(99) not in t.ledgers[("orders", 0)]
+    assert t.handed_out(("orders", 0), 13, rid(99), 13)
+    assert t.acknowledge_left_behind(("orders", 0), 13, rid(13), 13, now_ms=3) is None, "once"
+    assert t.acknowledge_left_behind(("orders", 0), 14, rid(7), 14, now_ms=3) is None, "not that record"
+    # Copies of the acknowledged ones are filtered on any slot.
+    assert not t.offer("orders", ("kafka-a.orders", 0), 3, rid(12), 12)
+    assert t.acknowledge_identity("orders", rid(12), now_ms=4) is None, "held already"
+    assert t.acknowledge_identity("orders", rid(14), now_ms=4) == ("orders", 0)
+
+
 def test_merged_ledgers_filter_and_reset_keeps_them() -> None:
     t = AckTracker()
     stored = PartitionLedger()
