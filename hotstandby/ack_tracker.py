@@ -32,13 +32,14 @@ LedgerKey = tuple[str, int]  # (logical topic, partition named by the identity)
 class _Delivered:
     """One slot's records handed out (or filtered), in the order received."""
 
-    __slots__ = ("acked", "entries", "logical")
+    __slots__ = ("acked", "entries", "logical", "released")
 
     def __init__(self, logical: str) -> None:
         self.logical = logical
         # (position, identity or None when filtered or anonymous, timestamp ms)
         self.entries: deque[tuple[int, RecordId | None, int]] = deque()
         self.acked: set[int] = set()  # positions acknowledged out of order, not yet collected
+        self.released: set[int] = set()  # positions handed out, then given back (never acknowledged)
 
 
 class AckTracker:
@@ -93,6 +94,21 @@ class AckTracker:
         i = bisect_left(entries, position, key=lambda e: e[0])
         return i < len(entries) and entries[i][0] == position and entries[i][1:] == (rid, timestamp_ms)
 
+    def release(self, slot: Slot, position: int) -> None:
+        """The record at ``position`` was handed out and will not be acknowledged there (a
+        negative acknowledgement, a redelivery): no longer in flight, so it is handed out
+        again when it comes again."""
+        delivered = self._slots.get(slot)
+        if delivered is None:
+            return
+        entries = delivered.entries
+        i = bisect_left(entries, position, key=lambda e: e[0])
+        if i < len(entries) and entries[i][0] == position:
+            rid = entries[i][1]
+            if rid is not None:
+                self._in_flight.discard((delivered.logical, rid))
+            delivered.released.add(position)
+
     # -- acknowledging --------------------------------------------------------------------
 
     def acknowledge_through(self, slot: Slot, next_position: int) -> None:
@@ -112,15 +128,20 @@ class AckTracker:
         in_flight = self._in_flight
         for slot, delivered in self._slots.items():
             through = self._through.get(slot, -1)
-            acked = delivered.acked
-            if not delivered.entries or (delivered.entries[0][0] >= through and not acked):
+            acked, released = delivered.acked, delivered.released
+            if not delivered.entries or (delivered.entries[0][0] >= through and not acked and not released):
                 continue
             logical = delivered.logical
-            kept: deque[tuple[int, RecordId | None, int]] | None = deque() if acked else None
+            kept: deque[tuple[int, RecordId | None, int]] | None = deque() if acked or released else None
             newest_ts = None
             gap = False  # the timestamp only follows the acknowledged prefix: a seek to it skips nothing
             while delivered.entries:
                 position, rid, ts = delivered.entries[0]
+                if position in released:
+                    delivered.entries.popleft()  # given back: not processed, nothing to record
+                    released.discard(position)
+                    gap = True
+                    continue
                 if position >= through and position not in acked:
                     if kept is None:
                         break

@@ -14,7 +14,7 @@ key                                 default   meaning
 ``hotstandby.replay.window.ms``     60000     acknowledged records kept for re-sending
 ``hotstandby.replay.window.bytes``  33554432  ... and at most this many bytes of them
 ``hotstandby.drain.timeout.ms``     10000     planned switch: time to finish on the old cluster
-``hotstandby.partitioner``          murmur2   keyed partitioner (murmur2 or crc32)
+``hotstandby.partitioner``          by kind   keyed partitioner (murmur2, crc32, java-string)
 ``hotstandby.timestamp.skew.ms``    5000      clock-skew margin (timestamp seeks, replay trim)
 ==================================  ========  ==============================================
 """
@@ -54,7 +54,7 @@ class ClientOptions:
     replay_window_ms: int = 60_000
     replay_window_bytes: int = 32 * 1024 * 1024
     drain_timeout_ms: int = 10_000
-    partitioner: str = "murmur2"
+    partitioner: str = ""  # empty: the system's usual one (see hotstandby.partitioner)
     timestamp_skew_ms: int = 5_000
 
     @classmethod
@@ -81,7 +81,7 @@ class ClientOptions:
             replay_window_ms=_int(config, PREFIX + "replay.window.ms", 60_000),
             replay_window_bytes=_int(config, PREFIX + "replay.window.bytes", 32 * 1024 * 1024),
             drain_timeout_ms=_int(config, PREFIX + "drain.timeout.ms", 10_000),
-            partitioner=str(config.get(PREFIX + "partitioner", "murmur2")),
+            partitioner=str(config.get(PREFIX + "partitioner", "")),
             timestamp_skew_ms=_int(config, PREFIX + "timestamp.skew.ms", 5_000),
         )
         passthrough = {k: v for k, v in config.items() if not k.startswith(PREFIX)}

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,14 +24,15 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message
 from confluent_kafka import Producer as RawProducer
 
-from hotstandby.adapters.kafka.partitioner import Partitioner
 from hotstandby.adapters.kafka.replication_progress import Position, StoredRecord, read_positions, replicated
 from hotstandby.client_options import ClientOptions
 from hotstandby.documents import ClusterSpec, Link, Route
 from hotstandby.follower import RouteClient, RouteFollower, wait_slices
 from hotstandby.identity import HEADER, RecordId, new_session
 from hotstandby.logs import get_logger
+from hotstandby.partitioner import DEFAULT_KEYED, Partitioner
 from hotstandby.probe import probe_cluster
+from hotstandby.replay_window import ReplayWindow
 from hotstandby.switching import SwitchState
 
 __all__ = ["Producer"]
@@ -57,7 +57,6 @@ class _Record:
     on_delivery: DeliveryCallback | None
     size: int
     reported: bool = False
-    acked_at: float = 0.0
     stored_on: str = ""  # the cluster that acknowledged it last, and where
     stored: StoredRecord | None = None
 
@@ -103,9 +102,10 @@ class Producer(RouteClient):
         self._session = new_session()
         self._sequences: dict[tuple[str, int], int] = {}
         self._pending: dict[tuple[str, int, int], _Record] = {}
-        self._window: deque[_Record] = deque()
-        self._window_bytes = 0
-        self._partitioner = Partitioner(self.options.partitioner)
+        self._window: ReplayWindow[_Record] = ReplayWindow(
+            self.options.replay_window_ms, self.options.replay_window_bytes
+        )
+        self._partitioner = Partitioner(self.options.partitioner or DEFAULT_KEYED["kafka"])
         # Kept across switches: a replicated topic has the same partitions on every cluster.
         self._partition_counts: dict[str, int] = {}
         self._generation = 0
@@ -218,22 +218,12 @@ class Producer(RouteClient):
                     else None
                 )
             if self._pending.pop(record.slot, None) is not None and err is None:
-                record.acked_at = time.monotonic()
-                self._window.append(record)
-                self._window_bytes += record.size
-                self._trim_window()
+                self._window.add(record, record.size)
             if not record.reported:
                 record.reported = True
                 report = record.on_delivery
         if report is not None:
             report(err, msg)
-
-    def _trim_window(self) -> None:
-        horizon = time.monotonic() - self.options.replay_window_ms / 1000
-        while self._window and (
-            self._window[0].acked_at < horizon or self._window_bytes > self.options.replay_window_bytes
-        ):
-            self._window_bytes -= self._window.popleft().size
 
     # -- the confluent_kafka surface ------------------------------------------------------
 
@@ -324,11 +314,8 @@ class Producer(RouteClient):
         if not positions:
             return 0
         skew = self.options.timestamp_skew_ms
-        kept = deque(
-            r for r in self._window
-            if not (r.stored_on == source and r.stored is not None and replicated(r.stored, positions, skew_ms=skew))
-        )  # fmt: skip
-        dropped = len(self._window) - len(kept)
-        self._window = kept
-        self._window_bytes = sum(r.size for r in kept)
-        return dropped
+        return self._window.keep(
+            lambda r: (
+                not (r.stored_on == source and r.stored is not None and replicated(r.stored, positions, skew_ms=skew))
+            )
+        )

@@ -155,3 +155,22 @@ def test_every_record_is_acknowledged_once_whatever_the_ack_order(order: list[in
     assert t.outstanding(("t", 0)) == 50 - len(acked)
     prefix = next((i for i in range(50) if i not in acked), 50)
     assert t.last_acked_ts.get(("t", 0)) == (prefix - 1 if prefix else None)
+
+
+def test_a_released_record_is_handed_out_again_and_never_acknowledged() -> None:
+    t = AckTracker()
+    slot = ("persistent://public/default/t-partition-0", 0)
+    for pos in range(3):
+        assert t.offer("t", slot, pos, rid(pos), 100 + pos)
+    assert not t.offer("t", slot, 3, rid(1), 101), "in flight"
+    t.release(slot, 1)  # a negative acknowledgement
+    assert t.offer("t", slot, 4, rid(1), 101), "given back: handed out again"
+    for pos in (0, 2, 3):
+        t.acknowledge(slot, pos)
+    assert t.collect(now_ms=1) == {("t", 0)}
+    assert rid(0) in t.ledgers[("t", 0)] and rid(2) in t.ledgers[("t", 0)]
+    assert rid(1) not in t.ledgers[("t", 0)], "released, not acknowledged"
+    assert t.last_acked_ts[slot] == 100, "the timestamp stops before the released record"
+    t.acknowledge(slot, 4)
+    t.collect(now_ms=2)
+    assert rid(1) in t.ledgers[("t", 0)] and t.outstanding(slot) == 0

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hotstandby.adapters.kafka.partitioner import Partitioner, murmur2
 from hotstandby.errors import ValidationError
+from hotstandby.partitioner import Partitioner, java_string_hash, murmur2
 
 
 @pytest.mark.parametrize(
@@ -66,3 +66,15 @@ def reference_murmur2(data: bytes) -> int:
 @given(st.binary(max_size=64))
 def test_murmur2_agrees_with_the_step_by_step_transcription(data: bytes) -> None:
     assert murmur2(data) == reference_murmur2(data)
+
+
+def test_java_string_hash_matches_java() -> None:
+    # Values of "...".hashCode() in Java.
+    assert java_string_hash("") == 0
+    assert java_string_hash("a") == 97
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("polygenelubricants") == -2147483648  # Integer.MIN_VALUE
+    assert java_string_hash("\U0001f600") == 1772899  # a surrogate pair: two UTF-16 units
+    p = Partitioner("java-string")
+    assert p.partition("t", b"polygenelubricants", 7) == 0  # MIN_VALUE & MAX_VALUE == 0
+    assert p.partition("t", b"hello", 7) == 99162322 % 7

@@ -1,9 +1,11 @@
 """Choosing a partition the way the user's other producers do.
 
 The SDK picks the partition itself before sending, because sequences in ``hs-id`` are
-contiguous per partition. Keyed records: ``murmur2`` (default) is the Java client's
-partitioner — ``(murmur2(key) & 0x7fffffff) % partitions`` — which librdkafka also offers as
-``murmur2_random``; ``crc32`` matches librdkafka's ``consistent``. Unkeyed records stick to one
+contiguous per partition. Keyed records: ``murmur2`` (Kafka's default) is the Kafka Java
+client's partitioner — ``(murmur2(key) & 0x7fffffff) % partitions`` — which librdkafka also
+offers as ``murmur2_random``; ``crc32`` matches librdkafka's ``consistent``; ``java-string``
+(Pulsar's default) is the Pulsar Java client's default ``JavaStringHash`` —
+``(key.hashCode() & 0x7fffffff) % partitions`` over the key as text. Unkeyed records stick to one
 partition for a batch of records, then move on round-robin (like the Java client's sticky
 partitioner, with a fixed batch size).
 """
@@ -16,7 +18,7 @@ from collections.abc import Callable
 
 from hotstandby.errors import ValidationError
 
-__all__ = ["KEYED", "Partitioner", "murmur2"]
+__all__ = ["DEFAULT_KEYED", "KEYED", "Partitioner", "java_string_hash", "murmur2"]
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
@@ -46,10 +48,21 @@ def murmur2(data: bytes) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode()`` (over UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for (unit,) in struct.iter_unpack(">H", units):
+        h = (31 * h + unit) & _MASK
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
 KEYED: dict[str, Callable[[bytes, int], int]] = {
     "murmur2": lambda key, n: (murmur2(key) & 0x7FFFFFFF) % n,
     "crc32": lambda key, n: zlib.crc32(key) % n,
+    "java-string": lambda key, n: (java_string_hash(key.decode("utf-8", "surrogatepass")) & 0x7FFFFFFF) % n,
 }
+DEFAULT_KEYED = {"kafka": "murmur2", "pulsar": "java-string"}
 
 
 class Partitioner:

@@ -1,0 +1,61 @@
+"""The Pulsar adapter (pulsar-client): see :mod:`hotstandby.adapter`.
+
+Pulsar message properties are text, so the identity travels as the lowercase hex form of the
+same bytes a Kafka header holds (``hs-id`` = ``"01..."``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from hotstandby.adapters.pulsar import probe as pulsar_probe
+from hotstandby.errors import FormatError
+from hotstandby.identity import HEADER, RecordId
+
+if TYPE_CHECKING:
+    from hotstandby.drill.report import DrillReport
+    from hotstandby.refcluster import RefCluster
+
+__all__ = ["ADAPTER", "PulsarAdapter", "decode_identity", "encode_identity"]
+
+
+def encode_identity(rid: RecordId) -> str:
+    return rid.encode().hex()
+
+
+def decode_identity(raw: bytes | str) -> RecordId:
+    if not isinstance(raw, str):
+        raise FormatError("hs-id: a Pulsar property carries text, got bytes")
+    try:
+        data = bytes.fromhex(raw)
+    except ValueError:
+        raise FormatError(f"hs-id: not hexadecimal: {raw[:40]!r}") from None
+    rid: RecordId = RecordId.decode(data)
+    return rid
+
+
+class PulsarAdapter:
+    kind = "pulsar"
+    identity_key = HEADER  # a message property (text)
+
+    def probe(self, host: str, port: int, timeout: float) -> str:
+        summary: str = pulsar_probe.probe(host, port, timeout)
+        return summary
+
+    def encode_identity(self, rid: RecordId) -> str:
+        return encode_identity(rid)
+
+    def decode_identity(self, raw: bytes | str) -> RecordId:
+        return decode_identity(raw)
+
+    def clients(self) -> dict[str, type]:
+        from hotstandby.adapters.pulsar.client import Client
+
+        return {"Client": Client}
+
+    def drill(self, rc: RefCluster, options: Any, progress: Callable[[Any], None] | None = None) -> DrillReport:
+        raise NotImplementedError("the Pulsar drill is not built yet")
+
+
+ADAPTER = PulsarAdapter()

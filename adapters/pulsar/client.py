@@ -1,0 +1,197 @@
+"""``hotstandby.adapters.pulsar.Client``: pulsar.Client over a route.
+
+One ``pulsar.Client`` serves the route's active cluster. Producers and consumers made by
+:meth:`Client.create_producer` and :meth:`Client.subscribe` belong to it; when the route
+flips, the client moves all of them in one switch:
+
+1. *draining* — producers let the old cluster acknowledge what it has (when it answers, up to
+   ``hotstandby.drain.timeout.ms``); consumers stop handing out messages and store their
+   acknowledgements (the ledgers);
+2. a ``pulsar.Client`` for the new cluster is made, and every producer and consumer gets its
+   counterpart there — if any of them cannot be made, the switch fails as a whole, the old
+   cluster stays in use and the switch is retried;
+3. *switching* — the counterparts replace the old ones; producers re-send what the old
+   cluster had not acknowledged and their replay window; the old client is closed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pulsar
+
+from hotstandby.client_options import PREFIX, ClientOptions
+from hotstandby.documents import ClusterSpec, Route
+from hotstandby.errors import ConfigError
+from hotstandby.follower import RouteClient, RouteFollower
+from hotstandby.logs import get_logger
+from hotstandby.switching import SwitchState
+
+if TYPE_CHECKING:
+    from hotstandby.adapters.pulsar.consumer import Consumer
+    from hotstandby.adapters.pulsar.producer import Producer
+
+__all__ = ["Client"]
+
+log = get_logger("hotstandby.pulsar.client")
+
+_CLOSE_TIMEOUT_S = 10.0
+
+
+class Client(RouteClient):
+    """Drop-in replacement for :class:`pulsar.Client` that follows ``route`` (module doc).
+
+    ``etcd``, ``namespace`` and ``client_id`` locate the config center and name the client;
+    ``options`` takes further ``hotstandby.*`` settings (docs/configuration.md); everything
+    else is passed to ``pulsar.Client`` as is, except the service URL, which is the active
+    cluster's.
+    """
+
+    def __init__(
+        self,
+        route: str,
+        *,
+        etcd: str | None = None,
+        namespace: str | None = None,
+        client_id: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        **client_kwargs: Any,
+    ) -> None:
+        config: dict[str, Any] = dict(options or {})
+        config[f"{PREFIX}route"] = route
+        for key, value in (("etcd", etcd), ("namespace", namespace), ("client.id", client_id)):
+            if value is not None:
+                config[f"{PREFIX}{key}"] = value
+        if "service_url" in client_kwargs:
+            raise ConfigError(f"service_url must not be set: the cluster comes from route {route!r}")
+        self.options, rest = ClientOptions.split(config, role="pulsar")
+        if rest:
+            raise ConfigError(
+                f"options takes hotstandby.* settings only, got {sorted(rest)}; pass the rest as keywords"
+            )
+        self._client_kwargs = client_kwargs
+        self._lock = threading.RLock()
+        self._producers: list[Producer] = []
+        self._consumers: list[Consumer] = []
+        self._closed = False
+        self._follower = RouteFollower(self.options, "pulsar", role="client")
+        self._inner: pulsar.Client = self._follow(self._connect, self._perform)
+
+    def _connect(self, spec: ClusterSpec) -> pulsar.Client:
+        kwargs = {**spec.client_config("admin"), **self._client_kwargs}
+        return pulsar.Client(spec.url, **kwargs)
+
+    # -- the pulsar.Client surface ---------------------------------------------------------
+
+    def create_producer(self, topic: str, **kwargs: Any) -> Producer:
+        """As :meth:`pulsar.Client.create_producer` (``message_router`` is the SDK's own)."""
+        from hotstandby.adapters.pulsar.producer import Producer
+
+        with self._lock:
+            self._check_open()
+            producer = Producer(self, topic, kwargs)
+            self._producers.append(producer)
+            return producer
+
+    def subscribe(self, topic: str, subscription_name: str, **kwargs: Any) -> Consumer:
+        """As :meth:`pulsar.Client.subscribe`, for one topic (partitioned or not)."""
+        from hotstandby.adapters.pulsar.consumer import Consumer
+
+        with self._lock:
+            self._check_open()
+            consumer = Consumer(self, topic, subscription_name, kwargs)
+            self._consumers.append(consumer)
+            return consumer
+
+    def get_topic_partitions(self, topic: str) -> list[str]:
+        with self._lock:
+            self._check_open()
+            return list(self._inner.get_topic_partitions(topic))
+
+    def close(self) -> None:
+        """Close every producer (flushing) and consumer made here, then the connection."""
+        with self._lock:
+            if self._closed:
+                return
+            producers, consumers = list(self._producers), list(self._consumers)
+        for producer in producers:
+            producer.close()
+        for consumer in consumers:
+            consumer.close()
+        self._follower.close()
+        with self._lock:
+            self._closed = True
+            self._inner.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- for producers and consumers -------------------------------------------------------
+
+    @property
+    def inner(self) -> pulsar.Client:
+        return self._inner
+
+    @property
+    def spec(self) -> ClusterSpec:
+        return self._spec
+
+    @property
+    def follower(self) -> RouteFollower:
+        return self._follower
+
+    def retire(self, member: Producer | Consumer, inner: pulsar.Producer | pulsar.Consumer) -> None:
+        """A producer or consumer is closed: close its pulsar counterpart; it no longer moves."""
+        _close_quietly(inner)
+        with self._lock:
+            self._producers = [p for p in self._producers if p is not member]
+            self._consumers = [c for c in self._consumers if c is not member]
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise pulsar.AlreadyClosed("Client has been closed")
+
+    # -- switching -------------------------------------------------------------------------
+
+    def _perform(self, current: Route, target: Route, set_state: Callable[[SwitchState], None]) -> None:
+        spec = self._follower.cluster(target.active)
+        with self._lock:
+            producers, consumers = list(self._producers), list(self._consumers)
+        set_state(SwitchState.DRAINING)
+        for producer in producers:
+            producer.drain(self._spec)
+        for consumer in consumers:
+            consumer.settle()
+        new = self._connect(spec)
+        prepared: list[Callable[[], None]] = []
+        try:
+            for member in (*producers, *consumers):
+                prepared.append(member.prepare(new, spec, current.active))
+        except BaseException:
+            for consumer in consumers:
+                consumer.resume()
+            _close_quietly(new)
+            raise
+        set_state(SwitchState.SWITCHING)
+        with self._lock:
+            old = self._inner
+            self._inner, self._spec = new, spec
+            for commit in prepared:
+                commit()
+        closer = threading.Thread(target=_close_quietly, args=(old,), daemon=True, name="hotstandby-pulsar-close")
+        closer.start()
+        log.info("client.switched", client=self.options.client_id, source=current.active, to=target.active,
+                 epoch=target.epoch, producers=len(producers), consumers=len(consumers))  # fmt: skip
+
+
+def _close_quietly(closeable: pulsar.Client | pulsar.Producer | pulsar.Consumer) -> None:
+    """Close what we give up (its cluster may be dead: pulsar-client bounds the wait)."""
+    try:
+        closeable.close()
+    except pulsar.PulsarException as exc:
+        log.info("client.close_failed", what=type(closeable).__name__, error=str(exc))

@@ -1,0 +1,338 @@
+"""``Consumer`` of :class:`hotstandby.adapters.pulsar.Client`: pulsar.Consumer across switches,
+never handing a message out again once it was acknowledged.
+
+* Each message's ``hs-id`` is checked against the subscription's ack ledger (per logical topic
+  and partition, in the config center): a message acknowledged before — on any cluster, by
+  any consumer of the subscription, before a restart or a switch — is acknowledged on the
+  broker and skipped (counted in :attr:`Consumer.filtered`). A message redelivered while still
+  handed out here (pulsar-lite may dispatch an entry twice) is skipped too.
+* ``acknowledge`` and ``acknowledge_cumulative`` record the messages' identities (the
+  cluster-neutral form of Pulsar's individually deleted messages); every 100 ms the changed
+  ledgers are stored and only then are the acknowledgements sent to the broker, so a broker
+  never forgets a message the ledger does not hold. ``negative_acknowledge`` and
+  ``redeliver_unacknowledged_messages`` give messages back: they are handed out again.
+* Ledgers are written by every consumer of the subscription (a save merges; nobody owns a
+  Shared subscription's partition), and each consumer merges what the others store.
+* In a switch (run by the client) the consumer stops handing out messages, stores its
+  ledgers and sends the pending acknowledgements to the old cluster, then subscribes on the
+  new one: an existing subscription resumes at its own cursor there, a new one at the
+  earliest message; whatever is read again is filtered. Messages handed out and not
+  acknowledged at the switch are delivered again there (at least once); one acknowledged
+  after the switch counts by its identity.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pulsar
+
+from hotstandby.ack_tracker import AckTracker
+from hotstandby.adapters.pulsar.adapter import decode_identity
+from hotstandby.documents import ClusterSpec
+from hotstandby.errors import ConfigError, FormatError
+from hotstandby.follower import wait_slices
+from hotstandby.identity import HEADER, RecordId
+from hotstandby.ledger import PartitionLedger
+from hotstandby.ledger_follower import LedgerFollower
+from hotstandby.ledger_store import LedgerStore
+from hotstandby.logs import get_logger
+
+if TYPE_CHECKING:
+    from hotstandby.adapters.pulsar.client import Client
+
+__all__ = ["Consumer"]
+
+log = get_logger("hotstandby.pulsar.consumer")
+
+_ACK_FLUSH_S = 0.1  # how long acknowledgements wait to be stored together (pulsar groups acks for 100 ms too)
+MessageKey = tuple[str, int, int, int]  # topic, ledger, entry, batch index
+
+
+def _key(msg: pulsar.Message) -> MessageKey:
+    mid = msg.message_id()
+    return (str(msg.topic_name()), mid.ledger_id(), mid.entry_id(), mid.batch_index())
+
+
+def _identity(msg: pulsar.Message) -> RecordId | None:
+    raw: str | None = msg.properties().get(HEADER)
+    if raw is None:
+        return None
+    try:
+        rid: RecordId = decode_identity(raw)
+    except FormatError as exc:
+        log.warning("record.bad_identity", topic=msg.topic_name(), message_id=str(msg.message_id()), error=str(exc))
+        return None
+    return rid
+
+
+class _Handed:
+    """A message handed out on the current cluster and not acknowledged yet."""
+
+    __slots__ = ("position", "redeliveries", "rid", "slot")
+
+    def __init__(self, slot: tuple[str, int], position: int, rid: RecordId | None, redeliveries: int) -> None:
+        self.slot, self.position, self.rid, self.redeliveries = slot, position, rid, redeliveries
+
+
+class Consumer:
+    """Drop-in replacement for :class:`pulsar.Consumer` (see the module doc)."""
+
+    def __init__(self, client: Client, topic: str, subscription_name: str, kwargs: dict[str, Any]) -> None:
+        if "message_listener" in kwargs:
+            raise ConfigError("message_listener is not supported: use receive() or batch_receive()")
+        if not isinstance(topic, str):
+            raise ConfigError("subscribe to one topic (partitioned or not); lists and patterns are not supported")
+        self._client = client
+        self._topic = topic
+        self._subscription = subscription_name
+        self._kwargs = dict(kwargs)
+        self._lock = threading.RLock()
+        self._switched = threading.Condition(self._lock)
+        self._acks = AckTracker()
+        self._next_position: dict[tuple[str, int], int] = {}
+        self._handed: dict[MessageKey, _Handed] = {}
+        self._left: dict[MessageKey, RecordId | None] = {}  # handed out on the previous cluster
+        self._broker_acks: list[Callable[[], None]] = []  # sent once the ledgers are stored
+        self._dirty: set[tuple[str, int]] = set()  # ledgers changed since the last store
+        self._switching = False
+        self._closed = False
+        self._store = LedgerStore(client.follower.center)
+        for partition in range(len(client.inner.get_topic_partitions(topic))):
+            self._acks.merge((topic, partition), self._store.load(subscription_name, topic, partition).ledger)
+        self._inner = self._subscribe(client.inner)
+        self._ledgers = LedgerFollower(client.follower.center, subscription_name, self._merge_stored,
+                                       name=f"ledgers-{subscription_name}")  # fmt: skip
+        self._ledgers.start()
+        self._stop = threading.Event()
+        self._flusher = threading.Thread(target=self._flush_loop, daemon=True, name=f"hotstandby-acks-{topic}")
+        self._flusher.start()
+
+    def _subscribe(self, client: pulsar.Client, *, initial: pulsar.InitialPosition | None = None) -> pulsar.Consumer:
+        kwargs = dict(self._kwargs)
+        if initial is not None:
+            kwargs["initial_position"] = initial
+        return client.subscribe(self._topic, self._subscription, **kwargs)
+
+    def _merge_stored(self, topic: str, partition: int, ledger: PartitionLedger) -> None:
+        if topic == self._topic:
+            with self._lock:
+                self._acks.merge((topic, partition), ledger)
+
+    # -- receiving --------------------------------------------------------------------------
+
+    @property
+    def filtered(self) -> int:
+        """Messages not handed out: acknowledged before, or still handed out here."""
+        return self._acks.filtered
+
+    def topic(self) -> str:
+        return self._topic
+
+    def subscription_name(self) -> str:
+        return self._subscription
+
+    def receive(self, timeout_millis: int | None = None) -> pulsar.Message:
+        """As :meth:`pulsar.Consumer.receive`; raises ``pulsar.Timeout`` after ``timeout_millis``."""
+        for wait in wait_slices(None if timeout_millis is None else timeout_millis / 1000):
+            inner = self._current(wait)
+            if inner is None:
+                continue
+            try:
+                msg = inner.receive(max(int(wait * 1000), 1))
+            except pulsar.Timeout:
+                continue
+            except pulsar.AlreadyClosed:
+                continue  # given up in a switch: the next slice reads the new cluster
+            with self._lock:
+                if inner is self._inner and not self._switching:
+                    out = self._accept(msg)
+                    if out is not None:
+                        return out
+        raise pulsar.Timeout("no message within the timeout")
+
+    def batch_receive(self) -> list[pulsar.Message]:
+        """As :meth:`pulsar.Consumer.batch_receive` (the subscription's batch receive policy)."""
+        inner = self._current(1.0)
+        if inner is None:
+            return []
+        try:
+            batch = list(inner.batch_receive())
+        except pulsar.AlreadyClosed:
+            return []
+        with self._lock:
+            if inner is not self._inner or self._switching:
+                return []  # read from a cluster being left: those come again on the new one
+            return [out for out in map(self._accept, batch) if out is not None]
+
+    def _current(self, wait: float) -> pulsar.Consumer | None:
+        with self._lock:
+            if self._closed:
+                raise pulsar.AlreadyClosed("Consumer has been closed")
+            if self._switching:
+                self._switched.wait(wait)
+                return None
+            return self._inner
+
+    def _accept(self, msg: pulsar.Message) -> pulsar.Message | None:
+        key = _key(msg)
+        redeliveries = msg.redelivery_count()
+        handed = self._handed.get(key)
+        if handed is not None:
+            if redeliveries <= handed.redeliveries:
+                self._acks.filtered += 1  # dispatched twice by the broker: it is handed out already
+                return None
+            self._acks.release(handed.slot, handed.position)  # redelivered (ack timeout): hand it out again
+        rid = _identity(msg)
+        slot = (key[0], 0)
+        position = self._next_position.get(slot, 0)
+        self._next_position[slot] = position + 1
+        if not self._acks.offer(self._topic, slot, position, rid, msg.publish_timestamp()):
+            self._acks.acknowledge(slot, position)
+            inner = self._inner
+            self._broker_acks.append(lambda: inner.acknowledge(msg))  # settled: the broker may drop it
+            log.debug("record.filtered", topic=self._topic, message_id=str(msg.message_id()))
+            return None
+        self._handed[key] = _Handed(slot, position, rid, redeliveries)
+        return msg
+
+    # -- acknowledging ----------------------------------------------------------------------
+
+    def acknowledge(self, message: pulsar.Message) -> None:
+        """As :meth:`pulsar.Consumer.acknowledge`: stored in the ledger, then sent to the broker."""
+        with self._lock:
+            key = _key(message)
+            handed = self._handed.pop(key, None)
+            if handed is None:
+                self._acknowledge_elsewhere(key, message)
+                return
+            self._acks.acknowledge(handed.slot, handed.position)
+            self._dirty |= self._acks.collect(_now_ms())
+            inner = self._inner
+            self._broker_acks.append(lambda: inner.acknowledge(message))
+
+    def acknowledge_cumulative(self, message: pulsar.Message) -> None:
+        """As :meth:`pulsar.Consumer.acknowledge_cumulative`: every message of its partition
+        handed out up to it (Exclusive and Failover subscriptions)."""
+        with self._lock:
+            key = _key(message)
+            handed = self._handed.get(key)
+            if handed is None:
+                self._acknowledge_elsewhere(key, message)
+                return
+            self._acks.acknowledge_through(handed.slot, handed.position + 1)
+            for k in [k for k, h in self._handed.items() if h.slot == handed.slot and h.position <= handed.position]:
+                del self._handed[k]
+            self._dirty |= self._acks.collect(_now_ms())
+            inner = self._inner
+            self._broker_acks.append(lambda: inner.acknowledge_cumulative(message))
+
+    def _acknowledge_elsewhere(self, key: MessageKey, message: pulsar.Message) -> None:
+        """A message handed out on a cluster the consumer has left (or acknowledged already):
+        by identity only — the broker that delivered it is not this one."""
+        rid = self._left.pop(key, None) or _identity(message)
+        if rid is None:
+            log.info("consumer.ack_without_identity_ignored", topic=self._topic, message_id=str(message.message_id()))
+            return
+        changed = self._acks.acknowledge_identity(self._topic, rid, _now_ms())
+        if changed is not None:
+            self._dirty.add(changed)
+
+    def negative_acknowledge(self, message: pulsar.Message) -> None:
+        """As :meth:`pulsar.Consumer.negative_acknowledge`: the message comes again."""
+        with self._lock:
+            handed = self._handed.pop(_key(message), None)
+            if handed is None:
+                return  # from a cluster we left: it was not acknowledged, so it comes again there
+            self._acks.release(handed.slot, handed.position)
+            self._inner.negative_acknowledge(message)
+
+    def redeliver_unacknowledged_messages(self) -> None:
+        with self._lock:
+            for handed in self._handed.values():
+                self._acks.release(handed.slot, handed.position)
+            self._handed.clear()
+            self._inner.redeliver_unacknowledged_messages()
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(_ACK_FLUSH_S):
+            try:
+                self._flush_acks()
+            except Exception as exc:  # etcd unreachable: acknowledgements wait, nothing is lost
+                log.warning("consumer.ledger_store_failed", subscription=self._subscription, error=str(exc))
+
+    def _flush_acks(self) -> None:
+        """Store the changed ledgers, then send the acknowledgements they hold to the broker."""
+        with self._lock:
+            self._dirty |= self._acks.collect(_now_ms())
+            dirty, self._dirty = self._dirty, set()
+            pending, self._broker_acks = self._broker_acks, []
+            ledgers = {key: self._acks.ledger(key).copy() for key in dirty}
+        try:
+            for (topic, partition), ledger in sorted(ledgers.items()):
+                self._store.save(
+                    self._subscription, topic, partition, ledger, generation=0, owner=self._client.options.client_id
+                )
+        except BaseException:
+            with self._lock:
+                self._dirty |= dirty
+                self._broker_acks[:0] = pending
+            raise
+        for send in pending:
+            try:
+                send()
+            except pulsar.PulsarException as exc:  # the ledger holds it; the broker redelivers, we filter
+                log.info("consumer.broker_ack_failed", error=str(exc))
+
+    def unsubscribe(self) -> None:
+        with self._lock:
+            self._inner.unsubscribe()
+
+    def close(self) -> None:
+        """Store the acknowledgements, send them, close (the client stops moving this consumer)."""
+        self._stop.set()
+        self._flusher.join(5)
+        self._flush_acks()
+        with self._lock:
+            self._closed = True
+            inner = self._inner
+        self._ledgers.close()
+        self._client.retire(self, inner)
+
+    # -- switching (run by the client) --------------------------------------------------------
+
+    def settle(self) -> None:
+        """Hand nothing out any more; store the ledgers and acknowledge on the old cluster."""
+        with self._lock:
+            self._switching = True
+        self._flush_acks()
+
+    def resume(self) -> None:
+        """The switch failed: go on with the old cluster."""
+        with self._lock:
+            self._switching = False
+            self._switched.notify_all()
+
+    def prepare(self, client: pulsar.Client, spec: ClusterSpec, source: str) -> Callable[[], None]:
+        new = self._subscribe(client, initial=pulsar.InitialPosition.Earliest)
+
+        def commit() -> None:
+            with self._lock:
+                self._inner = new
+                self._left = {key: h.rid for key, h in self._handed.items()}
+                self._handed.clear()
+                self._next_position.clear()
+                self._acks.reset()
+                self._switching = False
+                self._switched.notify_all()
+            log.info("consumer.switched", topic=self._topic, subscription=self._subscription, source=source,
+                     to=spec.name, unacknowledged=len(self._left))  # fmt: skip
+
+        return commit
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
