@@ -1,6 +1,6 @@
 """Switch latency: route flip in etcd -> first record consumed on the new cluster.
 
-    python bench/switch_latency.py --system kafka [--switches K] [--json]
+    python bench/switch_latency.py --system kafka|pulsar [--switches K] [--json]
 
 Starts its own reference cluster on free loopback ports and runs the drill's workload (an SDK
 producer at a steady rate, two SDK consumers in one group) through K planned flips
@@ -18,14 +18,15 @@ import statistics
 import sys
 import tempfile
 
-from hotstandby.drill import DrillOptions, run_kafka_drill
+from hotstandby.adapter import load_adapter
+from hotstandby.drill import DrillOptions
 from hotstandby.logs import configure
 from hotstandby.refcluster import Ports, RefCluster
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--system", choices=("kafka",), default="kafka")
+    parser.add_argument("--system", choices=("kafka", "pulsar"), default="kafka")
     parser.add_argument("--switches", type=int, default=12)
     parser.add_argument("--rate", type=int, default=100, help="records/s offered by the producer")
     parser.add_argument("--json", action="store_true")
@@ -37,7 +38,7 @@ def main() -> int:
     messages = args.rate * 5 * (args.switches + 1)
     options = DrillOptions(messages=messages, switches=args.switches, consumers=2, rate=args.rate, timeout_s=110)
     with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, RefCluster(tmp, Ports.free()) as rc:
-        report = run_kafka_drill(rc, options)
+        report = load_adapter(args.system).drill(rc, options)
     latencies = [s.latency_ms for s in report.switches if s.latency_ms is not None]
     if len(latencies) < 2:
         print(f"only {len(latencies)} switches were measured", file=sys.stderr)

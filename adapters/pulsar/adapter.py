@@ -55,7 +55,9 @@ class PulsarAdapter:
         return {"Client": Client}
 
     def drill(self, rc: RefCluster, options: Any, progress: Callable[[Any], None] | None = None) -> DrillReport:
-        raise NotImplementedError("the Pulsar drill is not built yet")
+        from hotstandby.drill.pulsar import run_pulsar_drill
+
+        return run_pulsar_drill(rc, options, progress)
 
 
 ADAPTER = PulsarAdapter()

@@ -32,6 +32,7 @@ from hotstandby.switching import SwitchState
 if TYPE_CHECKING:
     from hotstandby.adapters.pulsar.consumer import Consumer
     from hotstandby.adapters.pulsar.producer import Producer
+    from hotstandby.adapters.pulsar.subscription import SubscriptionState
 
 __all__ = ["Client"]
 
@@ -75,6 +76,7 @@ class Client(RouteClient):
         self._lock = threading.RLock()
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
+        self._subscriptions: dict[tuple[str, str], SubscriptionState] = {}
         self._closed = False
         self._follower = RouteFollower(self.options, "pulsar", role="client")
         self._inner: pulsar.Client = self._follow(self._connect, self._perform)
@@ -152,6 +154,26 @@ class Client(RouteClient):
             self._producers = [p for p in self._producers if p is not member]
             self._consumers = [c for c in self._consumers if c is not member]
 
+    def subscription_state(self, topic: str, subscription: str) -> SubscriptionState:
+        """The state this client's consumers of ``subscription`` on ``topic`` share."""
+        from hotstandby.adapters.pulsar.subscription import SubscriptionState
+
+        with self._lock:
+            state = self._subscriptions.get((topic, subscription))
+            if state is None:
+                state = SubscriptionState(self._follower.center, topic, subscription, self.options.client_id)
+                self._subscriptions[(topic, subscription)] = state
+            state.users += 1
+            return state
+
+    def release_subscription_state(self, state: SubscriptionState) -> None:
+        with self._lock:
+            state.users -= 1
+            if state.users > 0:
+                return
+            self._subscriptions.pop((state.topic, state.subscription), None)
+        state.close()
+
     def _check_open(self) -> None:
         if self._closed:
             raise pulsar.AlreadyClosed("Client has been closed")
@@ -167,6 +189,14 @@ class Client(RouteClient):
             producer.drain(self._spec)
         for consumer in consumers:
             consumer.settle()
+        if consumers:
+            # Published: our acknowledgements are stored. Other clients of the route (another
+            # process with a consumer of the same subscription) store theirs before we hand
+            # out anything on the new cluster.
+            set_state(SwitchState.SWITCHING)
+            behind = self._follower.await_peers(target, self.options.drain_timeout_ms / 1000)
+            if behind:
+                log.warning("client.peers_behind", clients=behind, epoch=target.epoch)
         new = self._connect(spec)
         prepared: list[Callable[[], None]] = []
         try:
@@ -181,6 +211,8 @@ class Client(RouteClient):
         with self._lock:
             old = self._inner
             self._inner, self._spec = new, spec
+            for state in {id(c.state): c.state for c in consumers}.values():
+                state.reset()  # what was handed out belongs to the old cluster
             for commit in prepared:
                 commit()
         closer = threading.Thread(target=_close_quietly, args=(old,), daemon=True, name="hotstandby-pulsar-close")

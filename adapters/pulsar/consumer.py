@@ -24,21 +24,17 @@ never handing a message out again once it was acknowledged.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pulsar
 
-from hotstandby.ack_tracker import AckTracker
 from hotstandby.adapters.pulsar.adapter import decode_identity
+from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
 from hotstandby.documents import ClusterSpec
 from hotstandby.errors import ConfigError, FormatError
 from hotstandby.follower import wait_slices
 from hotstandby.identity import HEADER, RecordId
-from hotstandby.ledger import PartitionLedger
-from hotstandby.ledger_follower import LedgerFollower
-from hotstandby.ledger_store import LedgerStore
 from hotstandby.logs import get_logger
 
 if TYPE_CHECKING:
@@ -48,7 +44,6 @@ __all__ = ["Consumer"]
 
 log = get_logger("hotstandby.pulsar.consumer")
 
-_ACK_FLUSH_S = 0.1  # how long acknowledgements wait to be stored together (pulsar groups acks for 100 ms too)
 MessageKey = tuple[str, int, int, int]  # topic, ledger, entry, batch index
 
 
@@ -90,26 +85,15 @@ class Consumer:
         self._topic = topic
         self._subscription = subscription_name
         self._kwargs = dict(kwargs)
-        self._lock = threading.RLock()
+        self._state = client.subscription_state(topic, subscription_name)
+        self._lock = self._state.lock
         self._switched = threading.Condition(self._lock)
-        self._acks = AckTracker()
-        self._next_position: dict[tuple[str, int], int] = {}
         self._handed: dict[MessageKey, _Handed] = {}
         self._left: dict[MessageKey, RecordId | None] = {}  # handed out on the previous cluster
-        self._broker_acks: list[Callable[[], None]] = []  # sent once the ledgers are stored
-        self._dirty: set[tuple[str, int]] = set()  # ledgers changed since the last store
         self._switching = False
         self._closed = False
-        self._store = LedgerStore(client.follower.center)
-        for partition in range(len(client.inner.get_topic_partitions(topic))):
-            self._acks.merge((topic, partition), self._store.load(subscription_name, topic, partition).ledger)
+        self._state.load(len(client.inner.get_topic_partitions(topic)))
         self._inner = self._subscribe(client.inner)
-        self._ledgers = LedgerFollower(client.follower.center, subscription_name, self._merge_stored,
-                                       name=f"ledgers-{subscription_name}")  # fmt: skip
-        self._ledgers.start()
-        self._stop = threading.Event()
-        self._flusher = threading.Thread(target=self._flush_loop, daemon=True, name=f"hotstandby-acks-{topic}")
-        self._flusher.start()
 
     def _subscribe(self, client: pulsar.Client, *, initial: pulsar.InitialPosition | None = None) -> pulsar.Consumer:
         kwargs = dict(self._kwargs)
@@ -117,17 +101,14 @@ class Consumer:
             kwargs["initial_position"] = initial
         return client.subscribe(self._topic, self._subscription, **kwargs)
 
-    def _merge_stored(self, topic: str, partition: int, ledger: PartitionLedger) -> None:
-        if topic == self._topic:
-            with self._lock:
-                self._acks.merge((topic, partition), ledger)
-
     # -- receiving --------------------------------------------------------------------------
 
     @property
     def filtered(self) -> int:
-        """Messages not handed out: acknowledged before, or still handed out here."""
-        return self._acks.filtered
+        """Messages not handed out (by this client's consumers of the subscription): acknowledged
+        before, or handed out already."""
+        filtered: int = self._state.acks.filtered
+        return filtered
 
     def topic(self) -> str:
         return self._topic
@@ -178,22 +159,22 @@ class Consumer:
             return self._inner
 
     def _accept(self, msg: pulsar.Message) -> pulsar.Message | None:
+        acks = self._state.acks
         key = _key(msg)
         redeliveries = msg.redelivery_count()
         handed = self._handed.get(key)
         if handed is not None:
             if redeliveries <= handed.redeliveries:
-                self._acks.filtered += 1  # dispatched twice by the broker: it is handed out already
+                acks.filtered += 1  # dispatched twice by the broker: it is handed out already
                 return None
-            self._acks.release(handed.slot, handed.position)  # redelivered (ack timeout): hand it out again
+            acks.release(handed.slot, handed.position)  # redelivered (ack timeout): hand it out again
         rid = _identity(msg)
         slot = (key[0], 0)
-        position = self._next_position.get(slot, 0)
-        self._next_position[slot] = position + 1
-        if not self._acks.offer(self._topic, slot, position, rid, msg.publish_timestamp()):
-            self._acks.acknowledge(slot, position)
+        position = self._state.next_position(slot)
+        if not acks.offer(self._topic, slot, position, rid, msg.publish_timestamp()):
+            acks.acknowledge(slot, position)
             inner = self._inner
-            self._broker_acks.append(lambda: inner.acknowledge(msg))  # settled: the broker may drop it
+            self._state.after_store(lambda: inner.acknowledge(msg))  # settled: the broker may drop it
             log.debug("record.filtered", topic=self._topic, message_id=str(msg.message_id()))
             return None
         self._handed[key] = _Handed(slot, position, rid, redeliveries)
@@ -209,10 +190,10 @@ class Consumer:
             if handed is None:
                 self._acknowledge_elsewhere(key, message)
                 return
-            self._acks.acknowledge(handed.slot, handed.position)
-            self._dirty |= self._acks.collect(_now_ms())
+            self._state.acks.acknowledge(handed.slot, handed.position)
+            self._state.changed()
             inner = self._inner
-            self._broker_acks.append(lambda: inner.acknowledge(message))
+            self._state.after_store(lambda: inner.acknowledge(message))
 
     def acknowledge_cumulative(self, message: pulsar.Message) -> None:
         """As :meth:`pulsar.Consumer.acknowledge_cumulative`: every message of its partition
@@ -223,12 +204,12 @@ class Consumer:
             if handed is None:
                 self._acknowledge_elsewhere(key, message)
                 return
-            self._acks.acknowledge_through(handed.slot, handed.position + 1)
+            self._state.acks.acknowledge_through(handed.slot, handed.position + 1)
             for k in [k for k, h in self._handed.items() if h.slot == handed.slot and h.position <= handed.position]:
                 del self._handed[k]
-            self._dirty |= self._acks.collect(_now_ms())
+            self._state.changed()
             inner = self._inner
-            self._broker_acks.append(lambda: inner.acknowledge_cumulative(message))
+            self._state.after_store(lambda: inner.acknowledge_cumulative(message))
 
     def _acknowledge_elsewhere(self, key: MessageKey, message: pulsar.Message) -> None:
         """A message handed out on a cluster the consumer has left (or acknowledged already):
@@ -237,9 +218,7 @@ class Consumer:
         if rid is None:
             log.info("consumer.ack_without_identity_ignored", topic=self._topic, message_id=str(message.message_id()))
             return
-        changed = self._acks.acknowledge_identity(self._topic, rid, _now_ms())
-        if changed is not None:
-            self._dirty.add(changed)
+        self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, rid, now_ms()))
 
     def negative_acknowledge(self, message: pulsar.Message) -> None:
         """As :meth:`pulsar.Consumer.negative_acknowledge`: the message comes again."""
@@ -247,45 +226,15 @@ class Consumer:
             handed = self._handed.pop(_key(message), None)
             if handed is None:
                 return  # from a cluster we left: it was not acknowledged, so it comes again there
-            self._acks.release(handed.slot, handed.position)
+            self._state.acks.release(handed.slot, handed.position)
             self._inner.negative_acknowledge(message)
 
     def redeliver_unacknowledged_messages(self) -> None:
         with self._lock:
             for handed in self._handed.values():
-                self._acks.release(handed.slot, handed.position)
+                self._state.acks.release(handed.slot, handed.position)
             self._handed.clear()
             self._inner.redeliver_unacknowledged_messages()
-
-    def _flush_loop(self) -> None:
-        while not self._stop.wait(_ACK_FLUSH_S):
-            try:
-                self._flush_acks()
-            except Exception as exc:  # etcd unreachable: acknowledgements wait, nothing is lost
-                log.warning("consumer.ledger_store_failed", subscription=self._subscription, error=str(exc))
-
-    def _flush_acks(self) -> None:
-        """Store the changed ledgers, then send the acknowledgements they hold to the broker."""
-        with self._lock:
-            self._dirty |= self._acks.collect(_now_ms())
-            dirty, self._dirty = self._dirty, set()
-            pending, self._broker_acks = self._broker_acks, []
-            ledgers = {key: self._acks.ledger(key).copy() for key in dirty}
-        try:
-            for (topic, partition), ledger in sorted(ledgers.items()):
-                self._store.save(
-                    self._subscription, topic, partition, ledger, generation=0, owner=self._client.options.client_id
-                )
-        except BaseException:
-            with self._lock:
-                self._dirty |= dirty
-                self._broker_acks[:0] = pending
-            raise
-        for send in pending:
-            try:
-                send()
-            except pulsar.PulsarException as exc:  # the ledger holds it; the broker redelivers, we filter
-                log.info("consumer.broker_ack_failed", error=str(exc))
 
     def unsubscribe(self) -> None:
         with self._lock:
@@ -293,14 +242,12 @@ class Consumer:
 
     def close(self) -> None:
         """Store the acknowledgements, send them, close (the client stops moving this consumer)."""
-        self._stop.set()
-        self._flusher.join(5)
-        self._flush_acks()
+        self._state.flush()
         with self._lock:
             self._closed = True
             inner = self._inner
-        self._ledgers.close()
         self._client.retire(self, inner)
+        self._client.release_subscription_state(self._state)
 
     # -- switching (run by the client) --------------------------------------------------------
 
@@ -308,7 +255,7 @@ class Consumer:
         """Hand nothing out any more; store the ledgers and acknowledge on the old cluster."""
         with self._lock:
             self._switching = True
-        self._flush_acks()
+        self._state.flush()
 
     def resume(self) -> None:
         """The switch failed: go on with the old cluster."""
@@ -316,7 +263,14 @@ class Consumer:
             self._switching = False
             self._switched.notify_all()
 
+    @property
+    def state(self) -> SubscriptionState:
+        return self._state
+
     def prepare(self, client: pulsar.Client, spec: ClusterSpec, source: str) -> Callable[[], None]:
+        """Subscribe on the new cluster; the returned step puts it in place (the client resets
+        the shared state first, once)."""
+        self._state.load(len(client.get_topic_partitions(self._topic)))  # what other processes stored
         new = self._subscribe(client, initial=pulsar.InitialPosition.Earliest)
 
         def commit() -> None:
@@ -324,15 +278,9 @@ class Consumer:
                 self._inner = new
                 self._left = {key: h.rid for key, h in self._handed.items()}
                 self._handed.clear()
-                self._next_position.clear()
-                self._acks.reset()
                 self._switching = False
                 self._switched.notify_all()
             log.info("consumer.switched", topic=self._topic, subscription=self._subscription, source=source,
                      to=spec.name, unacknowledged=len(self._left))  # fmt: skip
 
         return commit
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

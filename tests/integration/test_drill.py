@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -10,12 +11,17 @@ from hotstandby.cli import main
 from hotstandby.refcluster import RefCluster
 
 
+def drill(rc: RefCluster, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    """``hotstandby drill ARGS --dir <the test cluster> --json``: exit status and report."""
+    code = main(["drill", *args, "--dir", str(rc.dir), "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
 def test_drill_with_a_killed_primary_and_failback_loses_and_duplicates_nothing(
     refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main(["drill", "--system", "kafka", "--messages", "3000", "--switches", "3", "--kill-primary",
-                 "--consumers", "2", "--timeout", "240", "--dir", str(refcluster.dir), "--json"])  # fmt: skip
-    report = json.loads(capsys.readouterr().out)
+    code, report = drill(refcluster, capsys, "--system", "kafka", "--messages", "3000", "--switches", "3",
+                         "--kill-primary", "--consumers", "2", "--timeout", "240")  # fmt: skip
     assert (report["produced"], report["consumed"]) == (3000, 3000)
     assert (report["lost"], report["duplicated"]) == (0, 0)
     assert code == 0 and report["ok"]
@@ -27,3 +33,29 @@ def test_drill_with_a_killed_primary_and_failback_loses_and_duplicates_nothing(
     assert report["resent"] > 0, "the producer re-sent its unacknowledged records and replay window"
     assert report["filtered"] > 0, "copies and re-sent records of consumed ones were filtered"
     assert refcluster.is_up(), "the drill restarts the broker it killed"
+
+
+def test_pulsar_drill_with_a_killed_primary_loses_and_duplicates_nothing(
+    refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Shared subscription, three consumers acknowledging out of order, some negative acks."""
+    code, report = drill(refcluster, capsys, "--system", "pulsar", "--messages", "3000", "--switches", "3",
+                         "--kill-primary", "--consumers", "3", "--timeout", "240")  # fmt: skip
+    assert (report["system"], report["produced"], report["consumed"]) == ("pulsar", 3000, 3000)
+    assert (report["lost"], report["duplicated"]) == (0, 0)
+    assert code == 0 and report["ok"]
+    assert [(s["from"], s["to"], s["killed"]) for s in report["switches"]] == [
+        ("pulsar-a", "pulsar-b", True), ("pulsar-b", "pulsar-a", False), ("pulsar-a", "pulsar-b", False)
+    ]  # fmt: skip
+    assert report["redelivered"] > 0, "negatively acknowledged messages came again"
+    assert report["filtered"] > 0 and report["resent"] > 0
+    assert refcluster.is_up()
+
+
+def test_drill_without_a_system_drills_kafka_then_pulsar(
+    refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = drill(refcluster, capsys, "--messages", "1500", "--switches", "2", "--timeout", "180")
+    assert [r["system"] for r in out["reports"]] == ["kafka", "pulsar"]
+    assert [(r["produced"], r["lost"], r["duplicated"]) for r in out["reports"]] == [(1500, 0, 0)] * 2
+    assert code == 0 and out["ok"]

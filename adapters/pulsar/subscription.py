@@ -1,0 +1,131 @@
+"""What the consumers of one subscription (and topic) made by one client share.
+
+Consumers of a Shared or Key_Shared subscription in one process receive different messages of
+the same partitions; after a switch a message can reach the new cluster twice (replicated,
+and re-sent by its producer), and the two copies may go to two consumers. With one
+:class:`AckTracker` for all of them, a copy is filtered while its twin is handed out to any
+of them, and acknowledgements count at once for all. The state also stores the ledgers
+(every 100 ms, then sends the broker acknowledgements they hold) and merges what consumers in
+other processes store.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pulsar
+
+from hotstandby.ack_tracker import AckTracker
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.ledger import PartitionLedger
+from hotstandby.ledger_follower import LedgerFollower
+from hotstandby.ledger_store import LedgerStore
+from hotstandby.logs import get_logger
+
+__all__ = ["SubscriptionState"]
+
+log = get_logger("hotstandby.pulsar.consumer")
+
+_FLUSH_S = 0.1  # how long acknowledgements wait to be stored together (pulsar groups acks for 100 ms too)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class SubscriptionState:
+    """Shared by the consumers of ``subscription`` on ``topic`` of one client; the consumers
+    hold :attr:`lock` while they use :attr:`acks`."""
+
+    def __init__(self, center: ConfigCenter, topic: str, subscription: str, owner: str) -> None:
+        self.topic = topic
+        self.subscription = subscription
+        self._owner = owner
+        self.lock = threading.RLock()
+        self.acks = AckTracker()
+        self._positions: dict[tuple[str, int], int] = {}
+        self._dirty: set[tuple[str, int]] = set()  # ledgers changed since the last store
+        self._broker_acks: list[Callable[[], None]] = []  # sent once the ledgers are stored
+        self._store = LedgerStore(center)
+        self.users = 0
+        self._follower = LedgerFollower(center, subscription, self._merge_stored, name=f"ledgers-{subscription}")
+        self._follower.start()
+        self._stop = threading.Event()
+        self._flusher = threading.Thread(target=self._flush_loop, daemon=True, name=f"hotstandby-acks-{subscription}")
+        self._flusher.start()
+
+    def next_position(self, slot: tuple[str, int]) -> int:
+        """Positions number the messages received from a slot (the tracker's order)."""
+        position = self._positions.get(slot, 0)
+        self._positions[slot] = position + 1
+        return position
+
+    def reset(self) -> None:
+        """A switch: positions and what was handed out belong to the old cluster."""
+        with self.lock:
+            self._positions.clear()
+            self.acks.reset()
+
+    def changed(self) -> None:
+        """Acknowledgements were recorded in :attr:`acks`: collect them for the next store."""
+        self._dirty |= self.acks.collect(now_ms())
+
+    def changed_ledger(self, key: tuple[str, int] | None) -> None:
+        if key is not None:
+            self._dirty.add(key)
+
+    def after_store(self, send: Callable[[], None]) -> None:
+        """Send ``send`` (a broker acknowledgement) once the ledgers recorded so far are stored."""
+        self._broker_acks.append(send)
+
+    def load(self, partitions: int) -> None:
+        """Merge the stored ledgers of every partition (what other consumers stored)."""
+        for partition in range(partitions):
+            ledger = self._store.load(self.subscription, self.topic, partition).ledger
+            with self.lock:
+                self.acks.merge((self.topic, partition), ledger)
+
+    def _merge_stored(self, topic: str, partition: int, ledger: PartitionLedger) -> None:
+        if topic == self.topic:
+            with self.lock:
+                self.acks.merge((topic, partition), ledger)
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(_FLUSH_S):
+            try:
+                self.flush()
+            except Exception as exc:  # etcd unreachable: acknowledgements wait, nothing is lost
+                log.warning("consumer.ledger_store_failed", subscription=self.subscription, error=str(exc))
+
+    def flush(self) -> None:
+        """Store the changed ledgers, then send the acknowledgements they hold to the broker.
+        Ledgers are merged on save: every consumer of the subscription writes them."""
+        with self.lock:
+            self.changed()
+            dirty, self._dirty = self._dirty, set()
+            pending, self._broker_acks = self._broker_acks, []
+            ledgers = {key: self.acks.ledger(key).copy() for key in dirty}
+        try:
+            for (topic, partition), ledger in sorted(ledgers.items()):
+                self._store.save(self.subscription, topic, partition, ledger, generation=0, owner=self._owner)
+        except BaseException:
+            with self.lock:
+                self._dirty |= dirty
+                self._broker_acks[:0] = pending
+            raise
+        for send in pending:
+            try:
+                send()
+            except pulsar.PulsarException as exc:  # the ledger holds it; the broker redelivers, we filter
+                log.info("consumer.broker_ack_failed", error=str(exc))
+
+    def close(self) -> None:
+        """The last consumer left: store what is left, stop following."""
+        self._stop.set()
+        self._flusher.join(5)
+        try:
+            self.flush()
+        finally:
+            self._follower.close()

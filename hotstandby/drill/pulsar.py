@@ -1,0 +1,142 @@
+"""The Pulsar drill's workload: an SDK producer and M consumers of one Shared subscription,
+acknowledging individually and out of order after random delays, with some negative
+acknowledgements, on a fresh topic of the reference cluster.
+
+The consumers share one :class:`~hotstandby.adapters.pulsar.Client` (the producer has its
+own): pulsar-lite refuses a second connection's consumer on a subscription (consumer ids
+collide, docs/refcluster.md), so consumers in separate processes cannot be drilled there."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.drill.report import DrillReport
+from hotstandby.drill.runner import DrillContext, DrillOptions, DrillProgress, new_run_id, run_drill
+from hotstandby.logs import get_logger
+from hotstandby.refcluster import RefCluster
+
+__all__ = ["PulsarWorkload", "run_pulsar_drill"]
+
+log = get_logger("hotstandby.drill")
+
+ROUTE = "payments"
+NACK_SHARE = 0.02  # of the messages received, negatively acknowledged (they come again)
+MAX_ACK_DELAY_S = 0.2  # a message is acknowledged after a random delay up to this
+
+
+class PulsarWorkload:
+    system = "pulsar"
+    route = ROUTE
+
+    def __init__(self, run: str) -> None:
+        self.run = run
+        self.topic = f"persistent://public/default/drill-{run}"
+        self.subscription = f"drill-{run}"
+        self._consumers_client: Any = None
+        self._lock = threading.Lock()
+        self._open_consumers = 0
+
+    def _shared_client(self, ctx: DrillContext) -> Any:
+        with self._lock:
+            if self._consumers_client is None:
+                self._consumers_client = self._client(ctx, "drill-consumers")
+            self._open_consumers += 1
+            return self._consumers_client
+
+    def _release_shared(self) -> None:
+        with self._lock:
+            self._open_consumers -= 1
+            if self._open_consumers == 0 and self._consumers_client is not None:
+                self._consumers_client.close()
+                self._consumers_client = None
+
+    def _client(self, ctx: DrillContext, name: str) -> Any:
+        import pulsar
+
+        from hotstandby.adapters.pulsar import Client
+
+        return Client(ROUTE, etcd=ctx.etcd, namespace=ctx.namespace, client_id=name, operation_timeout_seconds=10,
+                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))  # fmt: skip
+
+    def prepare(self, rc: RefCluster, ctx: DrillContext) -> None:
+        # The reference replicators copy the topics registered in the reference cluster's namespace.
+        with ConfigCenter.open(replace(rc.settings())) as center:
+            for cluster in ("pulsar-a", "pulsar-b"):
+                center.register_topic(cluster, self.topic)
+
+    def restarted(self, rc: RefCluster, broker: str) -> None:
+        """pulsar-lite keeps its data across a restart: nothing to provision."""
+
+    def produce(self, ctx: DrillContext) -> None:
+        import pulsar
+
+        client = self._client(ctx, "drill-producer")
+        try:
+            producer = client.create_producer(self.topic, block_if_queue_full=True, batching_enabled=True,
+                                              batching_max_publish_delay_ms=5, send_timeout_millis=120_000)  # fmt: skip
+            began = time.monotonic()
+            for seq in range(ctx.options.messages):
+                ctx.pace(began, seq)
+                if ctx.stop.is_set():
+                    return
+
+                def report(result: Any, _mid: Any, seq: int = seq) -> None:
+                    ctx.tally.delivered(seq, result == pulsar.Result.Ok)
+                    if result != pulsar.Result.Ok:
+                        log.warning("drill.delivery_failed", seq=seq, error=str(result))
+
+                producer.send_async(str(seq).encode(), report, partition_key=str(seq % 97))
+            producer.flush()
+            ctx.resent = producer.resent
+        finally:
+            client.close()
+
+    def consume(self, ctx: DrillContext, index: int) -> None:
+        import pulsar
+
+        rnd = random.Random(index)
+        client = self._shared_client(ctx)
+        consumer = None
+        try:
+            consumer = client.subscribe(self.topic, self.subscription, consumer_type=pulsar.ConsumerType.Shared,
+                                        initial_position=pulsar.InitialPosition.Earliest,
+                                        negative_ack_redelivery_delay_ms=200)  # fmt: skip
+            held: list[tuple[float, Any]] = []  # (acknowledge at, message)
+            while not ctx.stop.is_set():
+                try:
+                    msg = consumer.receive(timeout_millis=100)
+                except pulsar.Timeout:
+                    msg = None
+                if msg is not None:
+                    seq = int(msg.data())
+                    ctx.tally.received(seq, client.cluster)
+                    if rnd.random() < NACK_SHARE:
+                        consumer.negative_acknowledge(msg)
+                    else:
+                        held.append((time.monotonic() + rnd.uniform(0, MAX_ACK_DELAY_S), msg))
+                now = time.monotonic()
+                due = [m for at, m in held if at <= now]
+                if due:
+                    held = [(at, m) for at, m in held if at > now]
+                    rnd.shuffle(due)  # out of order
+                    for m in due:
+                        consumer.acknowledge(m)
+                    ctx.tally.acknowledged([int(m.data()) for m in due])
+        finally:
+            if consumer is not None:
+                ctx.filtered["shared"] = consumer.filtered  # one count for the consumers sharing a client
+                consumer.close()
+            self._release_shared()
+
+
+def run_pulsar_drill(
+    rc: RefCluster, options: DrillOptions, progress: Callable[[DrillProgress], None] | None = None
+) -> DrillReport:
+    """The Pulsar drill on the (running) reference cluster ``rc``."""
+    return run_drill(rc, options, PulsarWorkload(new_run_id()), progress)

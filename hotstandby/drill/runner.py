@@ -1,0 +1,274 @@
+"""The drill, whatever the messaging system: a producer and M consumers of the SDK run in
+threads on a fresh topic of the reference cluster while the route flips between the two
+clusters of that system (the first flip after a SIGKILL of the active broker, with
+``kill_primary``); a :class:`Tally` counts every record and the report says what was lost or
+duplicated. A :class:`Workload` supplies the system's part: its topic, its clients."""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.drill.report import DrillReport, SwitchReport
+from hotstandby.drill.tally import SwitchMark, Tally
+from hotstandby.errors import HotStandbyError
+from hotstandby.logs import get_logger
+from hotstandby.presence import list_clients
+from hotstandby.refcluster import RefCluster
+
+__all__ = [
+    "MAX_PACE",
+    "DrillContext",
+    "DrillFailed",
+    "DrillOptions",
+    "DrillProgress",
+    "Workload",
+    "new_run_id",
+    "run_drill",
+]
+
+log = get_logger("hotstandby.drill")
+
+# What the reference cluster sustains: its Kafka replicator copies about 2 300 records/s, and
+# the one-record produce requests Tansu needs (see refcluster.py) cost it a request each;
+# offered faster, replication lags by minutes and a flip back re-sends tens of thousands of
+# records at once, which Tansu answers only after librdkafka's request timeout.
+MAX_PACE = 2000.0
+
+
+@dataclass(frozen=True)
+class DrillOptions:
+    messages: int = 20_000
+    switches: int = 2
+    kill_primary: bool = False
+    consumers: int = 2
+    rate: int | None = None  # records/s offered; None: spread over ~6 s per phase, at most MAX_PACE
+    timeout_s: float = 600.0  # the whole drill, after which it reports what it has
+    settle_s: float = 5.0  # after everything was consumed: how long to watch for duplicates
+
+    @property
+    def pace(self) -> float:
+        """Records per second the producer offers, so that the flips fall mid-stream."""
+        if self.rate is not None:
+            return float(self.rate)
+        return min(MAX_PACE, self.messages / (6.0 * (self.switches + 1)))
+
+
+@dataclass(frozen=True)
+class DrillProgress:
+    produced: int
+    consumed: int
+    total: int
+    switches_done: int
+    phase: str
+
+
+class DrillFailed(HotStandbyError):
+    """The drill could not run (not: it ran and found losses — that is in the report)."""
+
+
+@dataclass
+class DrillContext:
+    """What the workload's client threads share with the runner."""
+
+    options: DrillOptions
+    run: str  # this run's id (names the topic and the group)
+    namespace: str  # the config center namespace of this run's routes and ledgers
+    etcd: str  # host:port of the reference etcd
+    deadline: float
+    tally: Tally = field(default_factory=Tally)
+    stop: threading.Event = field(default_factory=threading.Event)
+    producing_done: threading.Event = field(default_factory=threading.Event)
+    filtered: dict[str, int] = field(default_factory=dict)  # per consumer
+    resent: int = 0
+    replicated: int = 0
+
+    def pace(self, began: float, seq: int) -> None:
+        """Wait until record ``seq`` is due (so that the flips fall mid-stream)."""
+        pace = self.options.pace
+        if pace > 0 and seq % 10 == 0:
+            ahead = began + seq / pace - time.monotonic()
+            if ahead > 0:
+                self.stop.wait(ahead)
+
+
+class Workload(Protocol):
+    system: str
+    route: str
+    run: str  # this run's id (from new_run_id)
+    topic: str
+
+    def prepare(self, rc: RefCluster, ctx: DrillContext) -> None:
+        """Make the topic on both clusters (and whatever else the system needs)."""
+        ...
+
+    def produce(self, ctx: DrillContext) -> None:
+        """Produce ``ctx.options.messages`` records (``tally.delivered`` each); a thread."""
+        ...
+
+    def consume(self, ctx: DrillContext, index: int) -> None:
+        """One consumer until ``ctx.stop`` (``tally.received`` / ``acknowledged``); a thread."""
+        ...
+
+    def restarted(self, rc: RefCluster, broker: str) -> None:
+        """``broker`` came back empty after its SIGKILL: provision the topic again."""
+        ...
+
+
+class _Threads:
+    """The client threads; the first error stops the drill."""
+
+    def __init__(self, ctx: DrillContext) -> None:
+        self.ctx = ctx
+        self.errors: list[BaseException] = []
+        self.threads: list[threading.Thread] = []
+
+    def start(self, name: str, target: Callable[[], None]) -> None:
+        def run() -> None:
+            try:
+                target()
+            except BaseException as exc:
+                log.error("drill.client_failed", client=name, error=repr(exc))
+                self.errors.append(exc)
+                self.ctx.stop.set()
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def join(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            thread.join(max(deadline - time.monotonic(), 0.1))
+
+
+def run_drill(
+    rc: RefCluster, options: DrillOptions, workload: Workload, progress: Callable[[DrillProgress], None] | None = None
+) -> DrillReport:
+    """Run ``workload``'s drill on the (running) reference cluster ``rc``; see the module doc."""
+    started = time.monotonic()
+    namespace = f"{rc.namespace.rstrip('/')}-drill/{workload.run}"
+    rc.register(namespace)
+    ctx = DrillContext(options, workload.run, namespace, f"127.0.0.1:{rc.ports.etcd}", started + options.timeout_s)
+    workload.prepare(rc, ctx)
+    tally = ctx.tally
+    threads = _Threads(ctx)
+
+    def produce() -> None:
+        try:
+            workload.produce(ctx)
+        finally:
+            ctx.producing_done.set()
+
+    def report_progress(phase: str) -> None:
+        if progress is not None:
+            produced, consumed = tally.counts()
+            progress(DrillProgress(produced, consumed, options.messages, len(tally.switches), phase))
+
+    def wait_until(condition: Callable[[], bool], phase: str, limit: float) -> bool:
+        end = min(ctx.deadline, time.monotonic() + limit)
+        while not condition():
+            if ctx.stop.is_set() or time.monotonic() > end:
+                return False
+            report_progress(phase)
+            time.sleep(0.2)
+        return True
+
+    center = ConfigCenter.open(replace(rc.settings(), namespace=namespace))
+    try:
+        for i in range(options.consumers):
+            threads.start(f"drill-consumer-{i}", functools.partial(workload.consume, ctx, i))
+        threads.start("drill-producer", produce)
+        restart: str | None = None
+        wait_until(lambda: tally.counts()[1] > 0, "starting", 120)
+        for k in range(options.switches):
+            milestone = options.messages * (k + 1) // (options.switches + 1)
+            wait_until(functools.partial(_reached, ctx, milestone), "producing", 600)
+            if restart is not None:
+                _restart(rc, workload, restart)
+                restart = None
+            route = center.route(workload.route)
+            target = next(c for c in route.clusters if c != route.active)
+            kill = options.kill_primary and k == 0
+            if kill:
+                rc.kill(route.active)
+                restart = route.active
+            center.switch(workload.route, target, reason=f"hotstandby drill, switch {k + 1}")
+            mark = tally.flip(route.active, target, killed=kill)
+            log.info("drill.flipped", source=route.active, to=target, killed=kill)
+            _wait_moved(center, workload.route, mark, wait_until, functools.partial(_finished, ctx))
+        if restart is not None:
+            _restart(rc, workload, restart)
+        wait_until(ctx.producing_done.is_set, "producing", options.timeout_s)
+        wait_until(lambda: not tally.lost(), "consuming", options.timeout_s)
+        # Watch a while longer: copies and redeliveries that arrive late must be filtered too.
+        settle_end = time.monotonic() + options.settle_s
+        wait_until(lambda: time.monotonic() >= settle_end, "settling", options.settle_s + 1)
+    finally:
+        ctx.stop.set()
+        threads.join(60)
+        center.close()
+    if threads.errors:
+        raise DrillFailed(f"a drill client failed: {threads.errors[0]!r}") from threads.errors[0]
+    lost = tally.lost()
+    return DrillReport(
+        system=workload.system,
+        produced=len(tally.produced),
+        consumed=len(tally.consumed & tally.produced),
+        lost=len(lost),
+        duplicated=tally.duplicated,
+        redelivered=tally.redelivered,
+        filtered=sum(ctx.filtered.values()),
+        resent=ctx.resent,
+        replicated=ctx.replicated,
+        failed_deliveries=len(tally.failed - tally.produced),
+        consumers=options.consumers,
+        seconds=round(time.monotonic() - started, 1),
+        switches=[SwitchReport(m.source, m.to, m.latency_ms, m.killed) for m in tally.switches],
+        lost_sample=lost[:20],
+        namespace=namespace,
+        topic=workload.topic,
+    )
+
+
+def _reached(ctx: DrillContext, milestone: int) -> bool:
+    return ctx.tally.counts()[0] >= milestone or ctx.producing_done.is_set()
+
+
+def _finished(ctx: DrillContext) -> bool:
+    return ctx.producing_done.is_set() and not ctx.tally.lost()
+
+
+def new_run_id() -> str:
+    """A fresh id for a run: names its topic, group and config center namespace."""
+    return uuid.uuid4().hex[:8]
+
+
+def _wait_moved(
+    center: ConfigCenter, route: str, mark: SwitchMark, wait_until: Callable[..., bool], finished: Callable[[], bool]
+) -> None:
+    """Until every drill client is active on the new cluster and a record was consumed there
+    (or everything was consumed already)."""
+
+    def moved() -> bool:
+        docs = list_clients(center, route)
+        return (mark.first_consumed is not None or finished()) and all(
+            d.get("cluster") == mark.to and d.get("state") == "active" for d in docs
+        )
+
+    if not wait_until(moved, f"switching to {mark.to}", 120):
+        log.warning("drill.switch_slow", to=mark.to)
+
+
+def _restart(rc: RefCluster, workload: Workload, broker: str) -> None:
+    """Bring the killed broker back empty and provision the drill's topic on it again, as an
+    SRE rebuilding a lost cluster would (replication only creates the remote copies)."""
+    waited = rc.restart(broker)
+    workload.restarted(rc, broker)
+    log.info("drill.restarted", broker=broker, empty=True, waited_s=round(waited, 2))
