@@ -1,6 +1,6 @@
 """SDK vs raw client throughput on the reference cluster, measured in the same run.
 
-    python bench/throughput.py --system kafka [--records N] [--size BYTES] [--rounds R] [--json]
+    python bench/throughput.py --system kafka|pulsar [--records N] [--size BYTES] [--rounds R] [--json]
 
 Starts its own reference cluster on free loopback ports; same broker, same client settings
 (the reference cluster's) for both clients, raw and SDK alternating from round to round so
@@ -15,6 +15,11 @@ that the noise of this shared machine hits both; round 0 warms up and is not cou
   broker, is left out for both). Reading the same records makes the window long enough to
   measure and gives the SDK its full per-record work (identity decode, ledger lookup).
 
+Pulsar: the same with pulsar-client's Producer and hotstandby's (route ``payments`` on
+pulsar-a; batching on, queue blocking, for both), and consumers of a new Exclusive
+subscription per round that acknowledge every message (the SDK stores its ledger every 100 ms
+and then acknowledges on the broker); the SDK's topics are read one after the other.
+
 Ratios are the median over rounds of SDK / raw within the round (the broker slows down as it
 holds more data, so figures drift over a run); the rates printed are per-kind medians.
 """
@@ -26,6 +31,7 @@ import json
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from typing import Any
@@ -111,6 +117,12 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
                 rates[f"{kind}_consume"].append(consume(consumer, sdk_topics, written))
             finally:
                 consumer.close()
+    return _summary("kafka", rates, records, written, size, rounds)
+
+
+def _summary(
+    system: str, rates: dict[str, list[float]], records: int, written: int, size: int, rounds: int
+) -> dict[str, Any]:
     for kind in ("raw", "sdk"):
         print(f"{kind}: produce {', '.join(f'{x:,.0f}' for x in rates[f'{kind}_produce'])}/s; "
               f"consume {', '.join(f'{x:,.0f}' for x in rates[f'{kind}_consume'])}/s (round 0 first)",
@@ -123,7 +135,7 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
         return statistics.median(s / r for s, r in zip(rates[f"sdk_{what}"][1:], rates[f"raw_{what}"][1:], strict=True))
 
     return {
-        "system": "kafka",
+        "system": system,
         "records": records,
         "consumed_records": written,
         "record_bytes": size,
@@ -134,9 +146,87 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
     }
 
 
+def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, Any]:
+    import logging
+
+    import pulsar
+
+    from hotstandby.adapters.pulsar import Client
+
+    quiet = logging.getLogger("bench.pulsar_client")
+    quiet.setLevel(logging.ERROR)
+    url = rc.cluster_spec("pulsar-a").url
+    raw_client = pulsar.Client(url, logger=quiet)
+    sdk_client = Client("payments", etcd=f"127.0.0.1:{rc.ports.etcd}", namespace=rc.namespace, logger=quiet)
+    payload = b"x" * size
+    producer_kwargs = {"batching_enabled": True, "block_if_queue_full": True}
+
+    def topic() -> str:
+        return f"persistent://public/default/bench-{uuid.uuid4().hex[:8]}"
+
+    def produce(producer: Any) -> float:
+        done = threading.Event()
+        acked = [0]
+
+        def callback(res: Any, _mid: Any) -> None:
+            acked[0] += 1
+            if acked[0] == records:
+                done.set()
+
+        started = time.perf_counter()
+        for i in range(records):
+            producer.send_async(payload, callback, partition_key=str(i))
+        producer.flush()
+        if not done.wait(120):
+            raise RuntimeError(f"{acked[0]} of {records} acknowledged within 120 s")
+        rate = records / (time.perf_counter() - started)
+        producer.close()
+        return rate
+
+    def consume(client: Any, names: list[str], subscription: str) -> float:
+        busy = 0.0
+        for name in names:
+            consumer = client.subscribe(name, subscription, initial_position=pulsar.InitialPosition.Earliest)
+            first, count = None, 0
+            deadline = time.monotonic() + 120
+            while count < records:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name}: {count} of {records} messages within 120 s")
+                try:
+                    msg = consumer.receive(timeout_millis=500)
+                except pulsar.Timeout:
+                    continue
+                first = first or time.perf_counter()
+                consumer.acknowledge(msg)
+                count += 1
+            assert first is not None
+            busy += time.perf_counter() - first
+            consumer.close()
+        return (records * len(names) - len(names)) / max(busy, 1e-9)
+
+    rates: dict[str, list[float]] = {"raw_produce": [], "sdk_produce": [], "raw_consume": [], "sdk_consume": []}
+    sdk_topics: list[str] = []
+    try:
+        for r in range(rounds + 1):  # round 0 warms up
+            for kind in ("raw", "sdk") if r % 2 == 0 else ("sdk", "raw"):
+                if kind == "raw":
+                    rates["raw_produce"].append(produce(raw_client.create_producer(topic(), **producer_kwargs)))
+                else:
+                    sdk_topics.append(topic())
+                    rates["sdk_produce"].append(produce(sdk_client.create_producer(sdk_topics[-1], **producer_kwargs)))
+        for r in range(rounds + 1):
+            for kind in ("raw", "sdk") if r % 2 == 0 else ("sdk", "raw"):
+                client = raw_client if kind == "raw" else sdk_client
+                rates[f"{kind}_consume"].append(consume(client, sdk_topics, f"s-{kind}-{r}"))
+    finally:
+        sdk_client.close()
+        raw_client.close()
+    return _summary("pulsar", rates, records, records * len(sdk_topics), size, rounds)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--system", choices=("kafka",), default="kafka")
+    parser.add_argument("--system", choices=("kafka", "pulsar"), default="kafka")
     parser.add_argument("--records", type=int, default=5_000)
     parser.add_argument("--size", type=int, default=100, help="value bytes per record")
     parser.add_argument("--rounds", type=int, default=5)
@@ -144,7 +234,7 @@ def main() -> int:
     args = parser.parse_args()
     configure("warning")
     with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, RefCluster(tmp, Ports.free()) as rc:
-        result = _kafka(rc, args.records, args.size, args.rounds)
+        result = (_kafka if args.system == "kafka" else _pulsar)(rc, args.records, args.size, args.rounds)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

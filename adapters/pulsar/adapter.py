@@ -12,12 +12,15 @@ from typing import TYPE_CHECKING, Any
 from hotstandby.adapters.pulsar import probe as pulsar_probe
 from hotstandby.errors import FormatError
 from hotstandby.identity import HEADER, RecordId
+from hotstandby.logs import get_logger
 
 if TYPE_CHECKING:
     from hotstandby.drill.report import DrillReport
     from hotstandby.refcluster import RefCluster
 
-__all__ = ["ADAPTER", "PulsarAdapter", "decode_identity", "encode_identity"]
+__all__ = ["ADAPTER", "PulsarAdapter", "decode_identity", "encode_identity", "identity_of"]
+
+log = get_logger("hotstandby.pulsar")
 
 
 def encode_identity(rid: RecordId) -> str:
@@ -33,6 +36,19 @@ def decode_identity(raw: bytes | str) -> RecordId:
         raise FormatError(f"hs-id: not hexadecimal: {raw[:40]!r}") from None
     rid: RecordId = RecordId.decode(data)
     return rid
+
+
+def identity_of(msg: Any) -> RecordId | None:
+    """A received message's identity; None when it has none (not written by the SDK) or a bad
+    one (logged): such a message is handed out, never filtered."""
+    raw: str | None = msg.properties().get(HEADER)
+    if raw is None:
+        return None
+    try:
+        return decode_identity(raw)
+    except FormatError as exc:
+        log.warning("record.bad_identity", topic=msg.topic_name(), message_id=str(msg.message_id()), error=str(exc))
+        return None
 
 
 class PulsarAdapter:

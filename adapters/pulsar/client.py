@@ -32,6 +32,7 @@ from hotstandby.switching import SwitchState
 if TYPE_CHECKING:
     from hotstandby.adapters.pulsar.consumer import Consumer
     from hotstandby.adapters.pulsar.producer import Producer
+    from hotstandby.adapters.pulsar.reader import Reader
     from hotstandby.adapters.pulsar.subscription import SubscriptionState
 
 __all__ = ["Client"]
@@ -76,6 +77,7 @@ class Client(RouteClient):
         self._lock = threading.RLock()
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
+        self._readers: list[Reader] = []
         self._subscriptions: dict[tuple[str, str], SubscriptionState] = {}
         self._closed = False
         self._follower = RouteFollower(self.options, "pulsar", role="client")
@@ -107,6 +109,17 @@ class Client(RouteClient):
             self._consumers.append(consumer)
             return consumer
 
+    def create_reader(self, topic: str, start_message_id: pulsar.MessageId, **kwargs: Any) -> Reader:
+        """As :meth:`pulsar.Client.create_reader`; after a switch the reader goes on where it
+        was (by the identities of the messages it returned)."""
+        from hotstandby.adapters.pulsar.reader import Reader
+
+        with self._lock:
+            self._check_open()
+            reader = Reader(self, topic, start_message_id, kwargs)
+            self._readers.append(reader)
+            return reader
+
     def get_topic_partitions(self, topic: str) -> list[str]:
         with self._lock:
             self._check_open()
@@ -117,11 +130,11 @@ class Client(RouteClient):
         with self._lock:
             if self._closed:
                 return
-            producers, consumers = list(self._producers), list(self._consumers)
+            producers, consumers, readers = list(self._producers), list(self._consumers), list(self._readers)
         for producer in producers:
             producer.close()
-        for consumer in consumers:
-            consumer.close()
+        for member in (*consumers, *readers):
+            member.close()
         self._follower.close()
         with self._lock:
             self._closed = True
@@ -147,12 +160,13 @@ class Client(RouteClient):
     def follower(self) -> RouteFollower:
         return self._follower
 
-    def retire(self, member: Producer | Consumer, inner: pulsar.Producer | pulsar.Consumer) -> None:
-        """A producer or consumer is closed: close its pulsar counterpart; it no longer moves."""
+    def retire(self, member: Producer | Consumer | Reader, inner: Any) -> None:
+        """A producer, consumer or reader is closed: close its pulsar counterpart; it no longer moves."""
         _close_quietly(inner)
         with self._lock:
             self._producers = [p for p in self._producers if p is not member]
             self._consumers = [c for c in self._consumers if c is not member]
+            self._readers = [r for r in self._readers if r is not member]
 
     def subscription_state(self, topic: str, subscription: str) -> SubscriptionState:
         """The state this client's consumers of ``subscription`` on ``topic`` share."""
@@ -183,12 +197,12 @@ class Client(RouteClient):
     def _perform(self, current: Route, target: Route, set_state: Callable[[SwitchState], None]) -> None:
         spec = self._follower.cluster(target.active)
         with self._lock:
-            producers, consumers = list(self._producers), list(self._consumers)
+            producers, consumers, readers = list(self._producers), list(self._consumers), list(self._readers)
         set_state(SwitchState.DRAINING)
         for producer in producers:
             producer.drain(self._spec)
-        for consumer in consumers:
-            consumer.settle()
+        for receiver in (*consumers, *readers):
+            receiver.settle()
         if consumers:
             # Published: our acknowledgements are stored. Other clients of the route (another
             # process with a consumer of the same subscription) store theirs before we hand
@@ -200,11 +214,11 @@ class Client(RouteClient):
         new = self._connect(spec)
         prepared: list[Callable[[], None]] = []
         try:
-            for member in (*producers, *consumers):
+            for member in (*producers, *consumers, *readers):
                 prepared.append(member.prepare(new, spec, current.active))
         except BaseException:
-            for consumer in consumers:
-                consumer.resume()
+            for receiver in (*consumers, *readers):
+                receiver.resume()
             _close_quietly(new)
             raise
         set_state(SwitchState.SWITCHING)
@@ -221,7 +235,7 @@ class Client(RouteClient):
                  epoch=target.epoch, producers=len(producers), consumers=len(consumers))  # fmt: skip
 
 
-def _close_quietly(closeable: pulsar.Client | pulsar.Producer | pulsar.Consumer) -> None:
+def _close_quietly(closeable: Any) -> None:
     """Close what we give up (its cluster may be dead: pulsar-client bounds the wait)."""
     try:
         closeable.close()

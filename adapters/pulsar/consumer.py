@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 import pulsar
 
-from hotstandby.adapters.pulsar.adapter import decode_identity
+from hotstandby.adapters.pulsar.adapter import identity_of
 from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
 from hotstandby.documents import ClusterSpec
-from hotstandby.errors import ConfigError, FormatError
+from hotstandby.errors import ConfigError
 from hotstandby.follower import wait_slices
-from hotstandby.identity import HEADER, RecordId
+from hotstandby.identity import RecordId
 from hotstandby.logs import get_logger
 
 if TYPE_CHECKING:
@@ -50,18 +50,6 @@ MessageKey = tuple[str, int, int, int]  # topic, ledger, entry, batch index
 def _key(msg: pulsar.Message) -> MessageKey:
     mid = msg.message_id()
     return (str(msg.topic_name()), mid.ledger_id(), mid.entry_id(), mid.batch_index())
-
-
-def _identity(msg: pulsar.Message) -> RecordId | None:
-    raw: str | None = msg.properties().get(HEADER)
-    if raw is None:
-        return None
-    try:
-        rid: RecordId = decode_identity(raw)
-    except FormatError as exc:
-        log.warning("record.bad_identity", topic=msg.topic_name(), message_id=str(msg.message_id()), error=str(exc))
-        return None
-    return rid
 
 
 class _Handed:
@@ -168,7 +156,7 @@ class Consumer:
                 acks.filtered += 1  # dispatched twice by the broker: it is handed out already
                 return None
             acks.release(handed.slot, handed.position)  # redelivered (ack timeout): hand it out again
-        rid = _identity(msg)
+        rid = identity_of(msg)
         slot = (key[0], 0)
         position = self._state.next_position(slot)
         if not acks.offer(self._topic, slot, position, rid, msg.publish_timestamp()):
@@ -214,7 +202,7 @@ class Consumer:
     def _acknowledge_elsewhere(self, key: MessageKey, message: pulsar.Message) -> None:
         """A message handed out on a cluster the consumer has left (or acknowledged already):
         by identity only — the broker that delivered it is not this one."""
-        rid = self._left.pop(key, None) or _identity(message)
+        rid = self._left.pop(key, None) or identity_of(message)
         if rid is None:
             log.info("consumer.ack_without_identity_ignored", topic=self._topic, message_id=str(message.message_id()))
             return

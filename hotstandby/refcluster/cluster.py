@@ -130,11 +130,19 @@ class RefCluster:
     """The reference cluster rooted at ``directory``; also a context manager (up/down)."""
 
     def __init__(
-        self, directory: Path | str | None = None, ports: Ports | None = None, *, namespace: str = "/hotstandby"
+        self,
+        directory: Path | str | None = None,
+        ports: Ports | None = None,
+        *,
+        namespace: str = "/hotstandby",
+        pulsar_partitions: int = 0,
     ) -> None:
+        """``pulsar_partitions``: the partitions pulsar-lite gives every topic it creates (0:
+        topics are not partitioned; the broker cannot do both, see docs/refcluster.md)."""
         self.dir = Path(directory) if directory else default_dir()
         self.requested_ports = ports or Ports()
         self.namespace = namespace
+        self.pulsar_partitions = pulsar_partitions
         self._children: dict[str, Any] = {}
 
     # -- state ---------------------------------------------------------------------------
@@ -224,7 +232,7 @@ class RefCluster:
                 "--cluster-id", component, "--storage-engine", "memory://tansu/",
             ]  # fmt: skip
         config = self.dir / f"{component}.toml"
-        config.write_text(PULSAR_LITE_TOML)
+        config.write_text(f"default_partitions = {self.pulsar_partitions}\n{PULSAR_LITE_TOML}")
         return [
             bins.pulsar_lite, "--config", str(config), "--addr", f"{HOST}:{port}",
             "--db-path", str(self.dir / f"{component}-data"), "--log-level", "warn",

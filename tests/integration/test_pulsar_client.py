@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import random
+import signal
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pulsar
 import pytest
@@ -15,7 +21,9 @@ from hotstandby.adapters.pulsar import Client
 from hotstandby.adapters.pulsar.adapter import decode_identity
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.identity import HEADER
+from hotstandby.ledger_store import LedgerStore
 from hotstandby.refcluster import RefCluster
+from tests.integration.pulsar_helpers import acknowledge_until, nothing_more, take
 from tests.support import wait_for
 
 ROUTE = "payments"
@@ -37,32 +45,6 @@ def client(refcluster: RefCluster, center: ConfigCenter, namespace: str) -> Iter
                   operation_timeout_seconds=10, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))  # fmt: skip
     yield made
     made.close()
-
-
-def take(consumer: object, count: int, timeout: float = 60.0) -> list[pulsar.Message]:
-    """The next ``count`` messages handed out (fails after ``timeout``)."""
-    got: list[pulsar.Message] = []
-    deadline = time.monotonic() + timeout
-    while len(got) < count:
-        left = deadline - time.monotonic()
-        assert left > 0, f"{len(got)} of {count} messages within {timeout} s"
-        try:
-            got.append(consumer.receive(timeout_millis=int(min(left, 1.0) * 1000)))  # type: ignore[attr-defined]
-        except pulsar.Timeout:
-            continue
-    return got
-
-
-def nothing_more(consumer: object, within: float = 3.0) -> list[str]:
-    """Values still handed out within ``within`` s (a bounded wait for an absence)."""
-    extra: list[str] = []
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            extra.append(consumer.receive(timeout_millis=200).data().decode())  # type: ignore[attr-defined]
-        except pulsar.Timeout:
-            continue
-    return extra
 
 
 def test_messages_carry_an_identity_and_keep_pulsars_message_api(client: Client, topic: str) -> None:
@@ -142,18 +124,161 @@ def test_a_switch_loses_nothing_and_hands_out_nothing_acknowledged_twice(
         producer.send_async(f"b{i}".encode(), None)  # on pulsar-b now
     producer.flush()
     wanted = {f"a{i}" for i in range(200)} - acked | {f"b{i}" for i in range(100)}
-    later: list[str] = []
-    deadline = time.monotonic() + 120
-    while not wanted <= set(later):
-        assert time.monotonic() < deadline, f"never handed out: {sorted(wanted - set(later))[:10]}"
-        try:
-            msg = consumer.receive(timeout_millis=500)
-        except pulsar.Timeout:
-            continue
-        later.append(msg.data().decode())
-        consumer.acknowledge(msg)
+    later = acknowledge_until(consumer, wanted, timeout=120)
     later += nothing_more(consumer)
     assert consumer.filtered >= 100, "pulsar-b's copies of the acknowledged messages were read and filtered"
     assert not acked & set(later), "acknowledged before the switch, handed out again"
     twice = sorted({v for v in later if later.count(v) > 1})
     assert not twice, f"handed out twice after the switch: {twice}"
+
+
+def produce_values(client: Client, topic: str, values: list[str], **options: Any) -> None:
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=5)
+    for v in values:
+        producer.send_async(v.encode(), None, **options)
+    producer.flush()
+    producer.close()
+
+
+def test_batch_receive_redelivery_and_unsubscribe(client: Client, topic: str) -> None:
+    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared,
+                                initial_position=pulsar.InitialPosition.Earliest,
+                                batch_receive_policy=pulsar.ConsumerBatchReceivePolicy(50, -1, 200))  # fmt: skip
+    produce_values(client, topic, [f"m{i}" for i in range(30)])
+    got: list[pulsar.Message] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 30:
+        assert time.monotonic() < deadline, f"{len(got)} of 30 by batch_receive"
+        got += consumer.batch_receive()
+    assert sorted(m.data().decode() for m in got) == sorted(f"m{i}" for i in range(30))
+    for m in got[:20]:
+        consumer.acknowledge(m)
+    consumer.redeliver_unacknowledged_messages()  # the other 10 come again, once
+    again = [m.data().decode() for m in take(consumer, 10)]
+    assert sorted(again) == sorted(m.data().decode() for m in got[20:])
+    assert nothing_more(consumer, within=1.5) == []
+    consumer.unsubscribe()
+    consumer.close()
+
+
+def test_a_reader_goes_on_where_it_was_after_a_switch(client: Client, center: ConfigCenter, topic: str) -> None:
+    produce_values(client, topic, [f"a{i}" for i in range(100)])
+    reader = client.create_reader(topic, pulsar.MessageId.earliest)
+    first = [reader.read_next(10_000).data().decode() for _ in range(60)]
+    center.switch(ROUTE, "pulsar-b", reason="test")
+    wait_for(lambda: client.cluster == "pulsar-b", 30, "the client to move")
+    produce_values(client, topic, [f"b{i}" for i in range(20)])
+    rest: list[str] = []
+    deadline = time.monotonic() + 60
+    while len(rest) < 60:
+        assert time.monotonic() < deadline, f"read {len(rest)} of 60 after the switch"
+        try:
+            rest.append(reader.read_next(1000).data().decode())
+        except pulsar.Timeout:
+            continue
+    with pytest.raises(pulsar.Timeout):
+        reader.read_next(1500)
+    reader.close()
+    assert first == [f"a{i}" for i in range(60)]
+    assert sorted(first + rest) == sorted([f"a{i}" for i in range(100)] + [f"b{i}" for i in range(20)])
+    assert reader.skipped >= 60, "pulsar-b's copies of what was read were skipped"
+
+
+def test_cumulative_acknowledgements_on_an_exclusive_subscription_across_a_switch(
+    client: Client, center: ConfigCenter, topic: str
+) -> None:
+    produce_values(client, topic, [f"a{i}" for i in range(100)])
+    consumer = client.subscribe(topic, "x", initial_position=pulsar.InitialPosition.Earliest)  # Exclusive
+    first = take(consumer, 70)
+    consumer.acknowledge_cumulative(first[49])  # a0..a49; a50..a69 handed out, not acknowledged
+    center.switch(ROUTE, "pulsar-b", reason="test")
+    wait_for(lambda: client.cluster == "pulsar-b", 30, "the client to move")
+    rest = [m.data().decode() for m in take(consumer, 50)]
+    assert rest == [f"a{i}" for i in range(50, 100)], "in order, from the first unacknowledged message"
+    assert nothing_more(consumer, within=1.5) == []
+
+
+def test_key_shared_keeps_each_keys_order_across_a_switch(client: Client, center: ConfigCenter, topic: str) -> None:
+    kwargs = {"consumer_type": pulsar.ConsumerType.KeyShared, "initial_position": pulsar.InitialPosition.Earliest}
+    consumers = [client.subscribe(topic, "k", **kwargs) for _ in range(2)]
+    producer = client.create_producer(topic)
+    for i in range(150):
+        producer.send_async(f"{i % 5}:{i}".encode(), None, partition_key=f"key{i % 5}")
+    producer.flush()
+    seen: list[tuple[int, int]] = []  # (consumer, value) in the order handed out
+
+    def poll_until(count: int) -> None:
+        deadline = time.monotonic() + 60
+        while len({v for _, v in seen}) < count:
+            assert time.monotonic() < deadline, f"{len(seen)} of {count}"
+            for n, c in enumerate(consumers):
+                try:
+                    msg = c.receive(timeout_millis=50)
+                except pulsar.Timeout:
+                    continue
+                seen.append((n, int(msg.data().decode().split(":")[1])))
+                c.acknowledge(msg)  # at once: nothing is left unacknowledged at the flip
+
+    poll_until(80)
+    center.switch(ROUTE, "pulsar-b", reason="test")
+    wait_for(lambda: client.cluster == "pulsar-b", 30, "the client to move")
+    for i in range(150, 200):
+        producer.send_async(f"{i % 5}:{i}".encode(), None, partition_key=f"key{i % 5}")
+    producer.flush()
+    poll_until(200)
+    for key in range(5):
+        values = [v for _, v in seen if v % 5 == key]
+        assert values == sorted(values) and len(values) == len(set(values)), f"key{key} out of order: {values}"
+    assert sorted(v for _, v in seen) == list(range(200))
+
+
+def test_a_consumer_that_crashes_without_closing_is_taken_over_with_its_ledger(
+    refcluster: RefCluster, client: Client, center: ConfigCenter, namespace: str, topic: str, tmp_path: Path
+) -> None:
+    """A process acknowledges 40 messages and is SIGKILLed: whatever the broker got of those
+    acknowledgements, the next consumer of the subscription skips all 40."""
+    produce_values(client, topic, [f"m{i}" for i in range(100)])
+    script, report = tmp_path / "crash.py", tmp_path / "acked.json"
+    script.write_text(CRASHING_CONSUMER)
+    child = subprocess.Popen([sys.executable, str(script), f"127.0.0.1:{refcluster.ports.etcd}", namespace, topic,
+                              str(report)], stdout=subprocess.DEVNULL)  # fmt: skip
+    try:
+        wait_for(report.exists, 60, "the child to acknowledge 40 messages")
+        acked = set(json.loads(report.read_text()))
+        assert len(acked) == 40
+        store = LedgerStore(center)
+        wait_for(lambda: len(store.load("s", topic, 0).ledger) >= 40, 30, "the child's ledger to be stored")
+        child.send_signal(signal.SIGKILL)  # no close, no flush of what the broker has not got
+        child.wait(10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
+    rest = [m.data().decode() for m in take(consumer, 60, timeout=90)]
+    rest += nothing_more(consumer)
+    assert not acked & set(rest), "acknowledged by the crashed consumer, handed out again"
+    assert sorted(acked | set(rest)) == sorted(f"m{i}" for i in range(100))
+
+
+CRASHING_CONSUMER = """
+import json, logging, os, sys, time
+import pulsar
+from hotstandby.adapters.pulsar import Client
+
+etcd, namespace, topic, report = sys.argv[1:5]
+quiet = logging.getLogger("pulsar-client")
+quiet.setLevel(logging.CRITICAL)
+client = Client("payments", etcd=etcd, namespace=namespace, logger=quiet)
+consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared,
+                            initial_position=pulsar.InitialPosition.Earliest)
+acked = []
+while len(acked) < 40:
+    msg = consumer.receive(timeout_millis=30_000)
+    consumer.acknowledge(msg)
+    acked.append(msg.data().decode())
+with open(report + ".tmp", "w") as f:
+    json.dump(acked, f)
+os.replace(report + ".tmp", report)
+time.sleep(600)  # killed by the test
+"""

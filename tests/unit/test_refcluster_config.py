@@ -46,10 +46,12 @@ def test_every_listen_address_is_loopback(tmp_path, component: str) -> None:  # 
         assert host == "127.0.0.1", (flag, value)
 
 
-def test_pulsar_lite_metrics_server_is_disabled(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_pulsar_lite_metrics_server_is_disabled_and_partitions_are_set(tmp_path) -> None:  # type: ignore[no-untyped-def]
     argv = RefCluster(tmp_path, Ports())._argv("pulsar-b", Ports())
     config = argv[argv.index("--config") + 1]
-    assert pathlib.Path(config).read_text() == "[metrics]\nenabled = false\n"
+    assert pathlib.Path(config).read_text() == "default_partitions = 0\n[metrics]\nenabled = false\n"
+    argv = RefCluster(tmp_path, Ports(), pulsar_partitions=3)._argv("pulsar-a", Ports())
+    assert pathlib.Path(argv[argv.index("--config") + 1]).read_text().startswith("default_partitions = 3\n")
 
 
 def test_kafka_clusters_carry_the_broker_overrides(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,118 @@
+"""``Reader`` of :class:`hotstandby.adapters.pulsar.Client`: pulsar.Reader across switches.
+
+A reader keeps no position on the broker, and a message id names a message on one cluster
+only. The reader therefore remembers the identities of the messages it returned (in memory,
+a ledger per partition); after a switch it reads the new cluster from the earliest message
+and skips what it returned already — nothing is skipped that it did not return, nothing is
+returned twice. Messages without an identity (not written by the SDK) are returned again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pulsar
+
+from hotstandby.adapters.pulsar.adapter import identity_of
+from hotstandby.documents import ClusterSpec
+from hotstandby.errors import ConfigError
+from hotstandby.follower import wait_slices
+from hotstandby.ledger import PartitionLedger
+
+if TYPE_CHECKING:
+    from hotstandby.adapters.pulsar.client import Client
+
+__all__ = ["Reader"]
+
+
+class Reader:
+    """Drop-in replacement for :class:`pulsar.Reader` (see the module doc)."""
+
+    def __init__(self, client: Client, topic: str, start_message_id: pulsar.MessageId, kwargs: dict[str, Any]) -> None:
+        if "reader_listener" in kwargs:
+            raise ConfigError("reader_listener is not supported: use read_next()")
+        self._client = client
+        self._topic = topic
+        self._kwargs = dict(kwargs)
+        self._lock = threading.RLock()
+        self._switched = threading.Condition(self._lock)
+        self._returned: dict[int, PartitionLedger] = {}  # identities returned, per partition
+        self._switching = False
+        self._closed = False
+        self.skipped = 0
+        self._inner = client.inner.create_reader(topic, start_message_id, **self._kwargs)
+
+    def topic(self) -> str:
+        return self._topic
+
+    def read_next(self, timeout_millis: int | None = None) -> pulsar.Message:
+        """As :meth:`pulsar.Reader.read_next`; raises ``pulsar.Timeout`` after ``timeout_millis``."""
+        for wait in wait_slices(None if timeout_millis is None else timeout_millis / 1000):
+            with self._lock:
+                if self._closed:
+                    raise pulsar.AlreadyClosed("Reader has been closed")
+                if self._switching:
+                    self._switched.wait(wait)
+                    continue
+                inner = self._inner
+            try:
+                msg = inner.read_next(max(int(wait * 1000), 1))
+            except (pulsar.Timeout, pulsar.AlreadyClosed):
+                continue
+            with self._lock:
+                if inner is not self._inner:
+                    continue  # from a cluster we left: read again on the new one
+                rid = identity_of(msg)
+                if rid is not None:
+                    returned = self._returned.setdefault(rid.partition, PartitionLedger())
+                    if returned.has(rid):
+                        self.skipped += 1
+                        continue
+                    returned.ack(rid, int(time.time() * 1000))
+                return msg
+        raise pulsar.Timeout("no message within the timeout")
+
+    def has_message_available(self) -> bool:
+        with self._lock:
+            return bool(self._inner.has_message_available())
+
+    def seek(self, target: Any) -> None:
+        """As :meth:`pulsar.Reader.seek` (a message id of the current cluster, or a publish time);
+        what was returned before is returned again after a seek."""
+        with self._lock:
+            self._inner.seek(target)
+            self._returned.clear()
+
+    def is_connected(self) -> bool:
+        return bool(self._inner.is_connected())
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            inner = self._inner
+        self._client.retire(self, inner)
+
+    # -- switching (run by the client) ----------------------------------------------------------
+
+    def settle(self) -> None:
+        with self._lock:
+            self._switching = True
+
+    def resume(self) -> None:
+        with self._lock:
+            self._switching = False
+            self._switched.notify_all()
+
+    def prepare(self, client: pulsar.Client, spec: ClusterSpec, source: str) -> Callable[[], None]:
+        new = client.create_reader(self._topic, pulsar.MessageId.earliest, **self._kwargs)
+
+        def commit() -> None:
+            with self._lock:
+                self._inner = new
+                self._switching = False
+                self._switched.notify_all()
+
+        return commit
