@@ -7,8 +7,10 @@ Starts its own reference cluster on free loopback ports; same broker, same clien
 that the noise of this shared machine hits both; round 0 warms up and is not counted.
 
 * Produce: each round writes N records with the raw confluent-kafka Producer and with
-  hotstandby's Producer (route ``orders`` on kafka-a), from the first send to the last
-  delivery report, each into a new topic (the reference broker slows down as a topic grows).
+  hotstandby's Producer (route ``orders`` on kafka-a), each into a new topic (the reference
+  broker slows down as a topic grows), taking turns in 10 slices (the broker's rate swings
+  within seconds); a client's rate is N over the time of its slices, each from the first
+  send to the last delivery report.
 * Consume: each round reads the SDK's topics — every record it produced, with its ``hs-id``
   — once with the raw Consumer and once with hotstandby's Consumer, each in a new group,
   from the first record received to the last (the group join, seconds on the reference
@@ -39,6 +41,8 @@ from typing import Any
 from hotstandby.logs import configure
 from hotstandby.refcluster import Ports, RefCluster
 
+_SLICES = 10  # produce turns per round and client
+
 
 def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, Any]:
     from confluent_kafka import Consumer as RawConsumer
@@ -59,9 +63,10 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
         admin.create_topics([NewTopic(name, num_partitions=4, replication_factor=1)])[name].result(15)
         return name
 
-    def produce(producer: Any, name: str) -> float:
+    def produce(producer: Any, name: str, first: int, count: int) -> float:
+        """Seconds to send records ``first`` .. ``first + count - 1`` and have them acknowledged."""
         started = time.perf_counter()
-        for i in range(records):
+        for i in range(first, first + count):
             while True:
                 try:
                     producer.produce(name, value=payload, key=str(i).encode())
@@ -71,7 +76,7 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
             producer.poll(0)
         if producer.flush(120) != 0:
             raise RuntimeError(f"{name}: records still undelivered after 120 s")
-        return records / (time.perf_counter() - started)
+        return time.perf_counter() - started
 
     def consume(consumer: Any, names: list[str], expected: int) -> float:
         consumer.subscribe(names)
@@ -91,19 +96,28 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
 
     rates: dict[str, list[float]] = {"raw_produce": [], "sdk_produce": [], "raw_consume": [], "sdk_consume": []}
     sdk_topics: list[str] = []
-    # Round 0 warms the broker and both clients up and is not counted.
-    for r in range(rounds + 1):
-        for kind in ("raw", "sdk") if r % 2 == 0 else ("sdk", "raw"):
-            if kind == "raw":
-                producer = RawProducer({**raw_base, **spec.client_config("producer")})
-                rates["raw_produce"].append(produce(producer, topic()))
-            else:
-                producer = Producer(sdk_base)
-                try:
-                    sdk_topics.append(topic())
-                    rates["sdk_produce"].append(produce(producer, sdk_topics[-1]))
-                finally:
-                    producer.close()
+    # Round 0 warms the broker and both clients up and is not counted. Within a round the two
+    # clients take turns slice by slice: the reference broker's rate swings by 2x within
+    # seconds, and both must see the same broker.
+    slice_size = max(records // _SLICES, 1)
+    for _ in range(rounds + 1):
+        raw_producer = RawProducer({**raw_base, **spec.client_config("producer")})
+        sdk_producer = Producer(sdk_base)
+        raw_topic, sdk_topic = topic(), topic()
+        sdk_topics.append(sdk_topic)
+        spent = {"raw": 0.0, "sdk": 0.0}
+        try:
+            for n, first in enumerate(range(0, records, slice_size)):
+                count = min(slice_size, records - first)
+                for kind in ("raw", "sdk") if n % 2 == 0 else ("sdk", "raw"):
+                    if kind == "raw":
+                        spent["raw"] += produce(raw_producer, raw_topic, first, count)
+                    else:
+                        spent["sdk"] += produce(sdk_producer, sdk_topic, first, count)
+        finally:
+            sdk_producer.close()
+        for kind in ("raw", "sdk"):
+            rates[f"{kind}_produce"].append(records / spent[kind])
     written = records * (rounds + 1)
     for r in range(rounds + 1):
         for kind in ("raw", "sdk") if r % 2 == 0 else ("sdk", "raw"):
