@@ -178,8 +178,7 @@ class Consumer:
             if handed is None:
                 self._acknowledge_elsewhere(key, message)
                 return
-            self._state.acks.acknowledge(handed.slot, handed.position)
-            self._state.changed()
+            self._state.acks.acknowledge(handed.slot, handed.position)  # collected at the next store
             inner = self._inner
             self._state.after_store(lambda: inner.acknowledge(message))
 
@@ -195,8 +194,7 @@ class Consumer:
             self._state.acks.acknowledge_through(handed.slot, handed.position + 1)
             for k in [k for k, h in self._handed.items() if h.slot == handed.slot and h.position <= handed.position]:
                 del self._handed[k]
-            self._state.changed()
-            inner = self._inner
+            inner = self._inner  # collected at the next store; in flight (filtered) until then
             self._state.after_store(lambda: inner.acknowledge_cumulative(message))
 
     def _acknowledge_elsewhere(self, key: MessageKey, message: pulsar.Message) -> None:

@@ -65,6 +65,7 @@ class SubscriptionState:
     def reset(self) -> None:
         """A switch: positions and what was handed out belong to the old cluster."""
         with self.lock:
+            self.changed()  # acknowledged since the last store (while switching): into the ledgers first
             self._positions.clear()
             self.acks.reset()
 
