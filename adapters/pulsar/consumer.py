@@ -48,8 +48,13 @@ MessageKey = tuple[str, int, int, int]  # topic, ledger, entry, batch index
 
 
 def _key(msg: pulsar.Message) -> MessageKey:
-    mid = msg.message_id()
-    return (str(msg.topic_name()), mid.ledger_id(), mid.entry_id(), mid.batch_index())
+    """Where the message is stored; computed once per message handed out (5 calls into the
+    client library) and kept on it for its acknowledgement."""
+    key: MessageKey | None = getattr(msg, "_hs_key", None)
+    if key is None:
+        mid = msg.message_id()
+        key = (str(msg.topic_name()), mid.ledger_id(), mid.entry_id(), mid.batch_index())
+    return key
 
 
 class _Handed:
@@ -166,6 +171,7 @@ class Consumer:
             log.debug("record.filtered", topic=self._topic, message_id=str(msg.message_id()))
             return None
         self._handed[key] = _Handed(slot, position, rid, redeliveries)
+        msg._hs_key = key  # pulsar.Message is a plain Python object
         return msg
 
     # -- acknowledging ----------------------------------------------------------------------

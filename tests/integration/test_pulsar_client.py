@@ -82,14 +82,7 @@ def test_a_restart_filters_what_was_acknowledged_even_if_the_broker_forgot(
     for m in seen:
         first.acknowledge(m)
     first.close()
-    # The broker loses the subscription's acknowledgements (as after a reset by mistake):
-    # the ledger alone must keep them from being handed out again.
-    raw = pulsar.Client(refcluster.cluster_spec("pulsar-a").url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
-    try:
-        # seek(0) (publish time), not MessageId.earliest, which pulsar-lite refuses (docs/refcluster.md)
-        raw.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared).seek(0)
-    finally:
-        raw.close()
+    forget_acknowledgements(refcluster, topic, "s")
     second = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
     rest = [m.data().decode() for m in take(second, 40)]
     assert nothing_more(second) == []
@@ -130,6 +123,17 @@ def test_a_switch_loses_nothing_and_hands_out_nothing_acknowledged_twice(
     assert not acked & set(later), "acknowledged before the switch, handed out again"
     twice = sorted({v for v in later if later.count(v) > 1})
     assert not twice, f"handed out twice after the switch: {twice}"
+
+
+def forget_acknowledgements(refcluster: RefCluster, topic: str, subscription: str) -> None:
+    """The broker loses the subscription's acknowledgements (a reset by mistake, acks never
+    sent): the ledger alone must keep those messages from being handed out again."""
+    raw = pulsar.Client(refcluster.cluster_spec("pulsar-a").url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        # seek(0) (publish time), not MessageId.earliest, which pulsar-lite refuses (docs/refcluster.md)
+        raw.subscribe(topic, subscription, consumer_type=pulsar.ConsumerType.Shared).seek(0)
+    finally:
+        raw.close()
 
 
 def produce_values(client: Client, topic: str, values: list[str], **options: Any) -> None:
@@ -236,12 +240,12 @@ def test_a_consumer_that_crashes_without_closing_is_taken_over_with_its_ledger(
     refcluster: RefCluster, client: Client, center: ConfigCenter, namespace: str, topic: str, tmp_path: Path
 ) -> None:
     """A process acknowledges 40 messages and is SIGKILLed: whatever the broker got of those
-    acknowledgements, the next consumer of the subscription skips all 40."""
+    acknowledgements (here: nothing, its cursor is reset), the next consumer skips all 40."""
     produce_values(client, topic, [f"m{i}" for i in range(100)])
     script, report = tmp_path / "crash.py", tmp_path / "acked.json"
     script.write_text(CRASHING_CONSUMER)
     child = subprocess.Popen([sys.executable, str(script), f"127.0.0.1:{refcluster.ports.etcd}", namespace, topic,
-                              str(report)], stdout=subprocess.DEVNULL)  # fmt: skip
+                              str(report)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)  # fmt: skip
     try:
         wait_for(report.exists, 60, "the child to acknowledge 40 messages")
         acked = set(json.loads(report.read_text()))
@@ -254,6 +258,7 @@ def test_a_consumer_that_crashes_without_closing_is_taken_over_with_its_ledger(
         if child.poll() is None:
             child.kill()
             child.wait(10)
+    forget_acknowledgements(refcluster, topic, "s")
     consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
     rest = [m.data().decode() for m in take(consumer, 60, timeout=90)]
     rest += nothing_more(consumer)
@@ -262,7 +267,7 @@ def test_a_consumer_that_crashes_without_closing_is_taken_over_with_its_ledger(
 
 
 CRASHING_CONSUMER = """
-import json, logging, os, sys, time
+import json, logging, os, sys
 import pulsar
 from hotstandby.adapters.pulsar import Client
 
@@ -280,5 +285,5 @@ while len(acked) < 40:
 with open(report + ".tmp", "w") as f:
     json.dump(acked, f)
 os.replace(report + ".tmp", report)
-time.sleep(600)  # killed by the test
+sys.stdin.read()  # until the test SIGKILLs us (or ends: then stdin closes and we exit)
 """
