@@ -61,6 +61,8 @@ log = get_logger("hotstandby.kafka.consumer")
 
 # Leaving a group in turn takes a few seconds per member on the reference broker.
 _LEAVE_TIMEOUT_S = 25.0
+# A group join takes seconds (23 s on the reference broker with librdkafka's defaults).
+_JOIN_WARNING_S = 60.0
 # Records fetched from librdkafka per call: one call per record costs more than our filter.
 _FETCH_BATCH = 500
 
@@ -112,6 +114,7 @@ class Consumer(RouteClient):
         self._lock = threading.RLock()
         self._switched = threading.Condition(self._lock)
         self._topics: list[str] = []
+        self._unassigned_since: float | None = None  # subscribed, no partitions assigned yet
         self._on_assign: Rebalance | None = None
         self._on_revoke: Rebalance | None = None
         self._logical: dict[str, str] = {}  # physical topic -> logical topic
@@ -174,6 +177,7 @@ class Consumer(RouteClient):
 
     def _subscribe_inner(self) -> None:
         self._logical = self._physical_topics(self._spec.name)
+        self._unassigned_since = time.monotonic()
         self._inner.subscribe(sorted(self._logical), on_assign=self._assigned, on_revoke=self._revoked)
 
     def _logical_partitions(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
@@ -183,6 +187,7 @@ class Consumer(RouteClient):
     def _assigned(self, inner: Any, partitions: list[TopicPartition]) -> None:
         if inner is not self._inner or self._closing:
             return  # the consumer of a cluster we left, or we are closing
+        self._unassigned_since = None
         if self._starts is not None:
             self._place(partitions)
         if self._starts is not None or self._holding_since is not None:
@@ -279,11 +284,21 @@ class Consumer(RouteClient):
                     self._check_peers()
                 msg = self._next(wait)
                 if msg is None:
+                    self._check_joined()
                     continue
                 out = self._accept(msg)
                 if out is not None:
                     return out
         return None
+
+    def _check_joined(self) -> None:
+        """Say so, once per subscription, when the group gave us no partitions for long: a
+        group that cannot form (a broker fault) would otherwise look like an idle topic."""
+        since = self._unassigned_since
+        if since is not None and time.monotonic() - since > _JOIN_WARNING_S:
+            self._unassigned_since = None
+            log.warning("consumer.no_assignment", cluster=self._spec.name, group=self.group,
+                        waited_s=_JOIN_WARNING_S, topics=sorted(self._logical))  # fmt: skip
 
     def _next(self, wait: float) -> Message | None:
         """The next fetched record: from the buffer, else a batch of what librdkafka holds, else

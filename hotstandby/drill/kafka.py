@@ -19,6 +19,7 @@ __all__ = ["KafkaWorkload", "run_kafka_drill"]
 log = get_logger("hotstandby.drill")
 
 ROUTE = "orders"
+_IDLE_REPORT_S = 10.0
 PARTITIONS = 4  # what Tansu creates by itself when a restarted, empty broker is asked for the topic
 
 
@@ -111,14 +112,21 @@ class KafkaWorkload:
         try:
             consumer.subscribe([self.topic], on_revoke=commit_pending if manual else None)
             batch = rnd.randint(1, 20)
+            last = time.monotonic()
             while not ctx.stop.is_set():
+                before = consumer.cluster
                 msg = consumer.poll(0.2)
                 if msg is None and pending:
                     commit_pending()  # idle: nothing more to batch with
+                if msg is None and time.monotonic() - last > _IDLE_REPORT_S:
+                    last = time.monotonic()  # what a stalled drill needs explained
+                    log.info("drill.consumer_idle", client=name, cluster=consumer.cluster,
+                             assignment=[(tp.topic, tp.partition) for tp in consumer.assignment()])  # fmt: skip
                 if msg is None or msg.error() is not None:
                     continue
+                last = time.monotonic()
                 seq = int(msg.value())
-                ctx.tally.received(seq, consumer.cluster)
+                ctx.tally.received(seq, before if consumer.cluster == before else None)
                 if not manual:
                     ctx.tally.acknowledged([seq])
                     continue

@@ -112,13 +112,14 @@ class PulsarWorkload:
                                         negative_ack_redelivery_delay_ms=200)  # fmt: skip
             held: list[tuple[float, Any]] = []  # (acknowledge at, message)
             while not ctx.stop.is_set():
+                before = client.cluster
                 try:
                     msg = consumer.receive(timeout_millis=100)
                 except pulsar.Timeout:
                     msg = None
                 if msg is not None:
                     seq = int(msg.data())
-                    ctx.tally.received(seq, client.cluster)
+                    ctx.tally.received(seq, before if client.cluster == before else None)
                     if rnd.random() < NACK_SHARE:
                         consumer.negative_acknowledge(msg)
                     else:

@@ -7,8 +7,10 @@ duplicated. A :class:`Workload` supplies the system's part: its topic, its clien
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -206,7 +208,9 @@ def run_drill(
         if restart is not None:
             _restart(rc, workload, restart)
         wait_until(ctx.producing_done.is_set, "producing", options.timeout_s)
-        wait_until(lambda: not tally.lost(), "consuming", options.timeout_s)
+        if not wait_until(lambda: not tally.lost(), "consuming", options.timeout_s):
+            log.warning("drill.incomplete", missing=len(tally.lost()), sample=tally.lost()[:10],
+                        clients=_client_stacks(threads.threads))  # fmt: skip
         # Watch a while longer: copies and redeliveries that arrive late must be filtered too.
         settle_end = time.monotonic() + options.settle_s
         wait_until(lambda: time.monotonic() >= settle_end, "settling", options.settle_s + 1)
@@ -235,6 +239,18 @@ def run_drill(
         namespace=namespace,
         topic=workload.topic,
     )
+
+
+def _client_stacks(threads: list[threading.Thread]) -> dict[str, list[str]]:
+    """Where each client thread still running is (its innermost frames): why a drill stalls."""
+    frames = sys._current_frames()
+    out = {}
+    for thread in threads:
+        frame = frames.get(thread.ident) if thread.ident is not None else None
+        if frame is not None:
+            stack = traceback.extract_stack(frame)[-6:]
+            out[thread.name] = [f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno} {f.name}" for f in stack]
+    return out
 
 
 def _reached(ctx: DrillContext, milestone: int) -> bool:

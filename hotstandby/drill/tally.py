@@ -48,8 +48,9 @@ class Tally:
         with self._lock:
             (self.produced if ok else self.failed).add(seq)
 
-    def received(self, seq: int, cluster: str) -> None:
-        """A consumer was handed ``seq`` while on ``cluster``."""
+    def received(self, seq: int, cluster: str | None) -> None:
+        """A consumer was handed ``seq`` from ``cluster`` (None: it moved while receiving, so
+        the record may come from either; it then marks no switch as done)."""
         now = time.monotonic()
         with self._lock:
             self.deliveries += 1

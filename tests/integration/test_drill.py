@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -12,9 +13,13 @@ from hotstandby.refcluster import RefCluster
 
 
 def drill(rc: RefCluster, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
-    """``hotstandby drill ARGS --dir <the test cluster> --json``: exit status and report."""
-    code = main(["drill", *args, "--dir", str(rc.dir), "--json"])
-    return code, json.loads(capsys.readouterr().out)
+    """``hotstandby drill ARGS --dir <the test cluster> --json -v``: exit status and report (the
+    report and the SDK's info log are printed, for pytest to show when the test fails)."""
+    code = main(["drill", *args, "--dir", str(rc.dir), "--json", "-v"])
+    out = capsys.readouterr()
+    sys.stderr.write(out.err)
+    print(out.out)
+    return code, json.loads(out.out)
 
 
 def test_drill_with_a_killed_primary_and_failback_loses_and_duplicates_nothing(
