@@ -44,26 +44,27 @@ __all__ = ["Consumer"]
 
 log = get_logger("hotstandby.pulsar.consumer")
 
-MessageKey = tuple[str, int, int, int]  # topic, ledger, entry, batch index
+# What tells a received message from any other: its identity (the same on every cluster and
+# for every copy) or, for a message without one, where it is stored (topic, ledger, entry,
+# batch index: five calls into the client library, so only then).
+MessageKey = tuple[str, int, int, int] | RecordId
 
 
-def _key(msg: pulsar.Message) -> MessageKey:
-    """Where the message is stored; computed once per message handed out (5 calls into the
-    client library) and kept on it for its acknowledgement."""
-    key: MessageKey | None = getattr(msg, "_hs_key", None)
-    if key is None:
-        mid = msg.message_id()
-        key = (str(msg.topic_name()), mid.ledger_id(), mid.entry_id(), mid.batch_index())
-    return key
+def _stored_at(msg: pulsar.Message) -> tuple[str, int, int, int]:
+    mid = msg.message_id()
+    return (str(msg.topic_name()), mid.ledger_id(), mid.entry_id(), mid.batch_index())
 
 
 class _Handed:
-    """A message handed out on the current cluster and not acknowledged yet."""
+    """A message handed out on the current cluster and not acknowledged yet (kept on the
+    message too, as ``_hs_handed``, so that acknowledging it looks nothing up)."""
 
-    __slots__ = ("position", "redeliveries", "rid", "slot")
+    __slots__ = ("key", "position", "redeliveries", "rid", "slot")
 
-    def __init__(self, slot: tuple[str, int], position: int, rid: RecordId | None, redeliveries: int) -> None:
-        self.slot, self.position, self.rid, self.redeliveries = slot, position, rid, redeliveries
+    def __init__(
+        self, key: MessageKey, slot: tuple[str, int], position: int, rid: RecordId | None, redeliveries: int
+    ) -> None:
+        self.key, self.slot, self.position, self.rid, self.redeliveries = key, slot, position, rid, redeliveries
 
 
 class Consumer:
@@ -82,7 +83,6 @@ class Consumer:
         self._lock = self._state.lock
         self._switched = threading.Condition(self._lock)
         self._handed: dict[MessageKey, _Handed] = {}
-        self._left: dict[MessageKey, RecordId | None] = {}  # handed out on the previous cluster
         self._switching = False
         self._closed = False
         self._state.load(len(client.inner.get_topic_partitions(topic)))
@@ -153,60 +153,67 @@ class Consumer:
 
     def _accept(self, msg: pulsar.Message) -> pulsar.Message | None:
         acks = self._state.acks
-        key = _key(msg)
-        redeliveries = msg.redelivery_count()
+        rid = identity_of(msg)
+        key: MessageKey = rid if rid is not None else _stored_at(msg)
         handed = self._handed.get(key)
         if handed is not None:
+            redeliveries = msg.redelivery_count()
             if redeliveries <= handed.redeliveries:
-                acks.filtered += 1  # dispatched twice by the broker: it is handed out already
+                acks.filtered += 1  # dispatched twice by the broker (or a copy): handed out already
+                self._state.after_store(self._inner, msg)  # the broker may drop this one
                 return None
-            acks.release(handed.slot, handed.position)  # redelivered (ack timeout): hand it out again
-        rid = identity_of(msg)
-        slot = (key[0], 0)
+            # Redelivered (ack timeout): hand it out again.
+            acks.release(handed.slot, handed.position)
+            del self._handed[key]
+        slot = (str(msg.topic_name()), 0)
         position = self._state.next_position(slot)
         if not acks.offer(self._topic, slot, position, rid, msg.publish_timestamp()):
             acks.acknowledge(slot, position)
-            inner = self._inner
-            self._state.after_store(lambda: inner.acknowledge(msg))  # settled: the broker may drop it
-            log.debug("record.filtered", topic=self._topic, message_id=str(msg.message_id()))
+            self._state.after_store(self._inner, msg)  # settled: the broker may drop it
             return None
-        self._handed[key] = _Handed(slot, position, rid, redeliveries)
-        msg._hs_key = key  # pulsar.Message is a plain Python object
+        handed = self._handed[key] = _Handed(key, slot, position, rid, 0 if rid is None else msg.redelivery_count())
+        msg._hs_handed = handed  # pulsar.Message is a plain Python object
         return msg
+
+    def _handed_of(self, message: pulsar.Message) -> _Handed | None:
+        """What ``message`` was handed out as, if it still is (on the current cluster)."""
+        handed: _Handed | None = getattr(message, "_hs_handed", None)
+        if handed is None or self._handed.get(handed.key) is not handed:
+            return None
+        return handed
 
     # -- acknowledging ----------------------------------------------------------------------
 
     def acknowledge(self, message: pulsar.Message) -> None:
         """As :meth:`pulsar.Consumer.acknowledge`: stored in the ledger, then sent to the broker."""
         with self._lock:
-            key = _key(message)
-            handed = self._handed.pop(key, None)
+            handed = self._handed_of(message)
             if handed is None:
-                self._acknowledge_elsewhere(key, message)
+                self._acknowledge_elsewhere(message)
                 return
+            del self._handed[handed.key]
             self._state.acks.acknowledge(handed.slot, handed.position)  # collected at the next store
-            inner = self._inner
-            self._state.after_store(lambda: inner.acknowledge(message))
+            self._state.after_store(self._inner, message)
 
     def acknowledge_cumulative(self, message: pulsar.Message) -> None:
         """As :meth:`pulsar.Consumer.acknowledge_cumulative`: every message of its partition
         handed out up to it (Exclusive and Failover subscriptions)."""
         with self._lock:
-            key = _key(message)
-            handed = self._handed.get(key)
+            handed = self._handed_of(message)
             if handed is None:
-                self._acknowledge_elsewhere(key, message)
+                self._acknowledge_elsewhere(message)
                 return
             self._state.acks.acknowledge_through(handed.slot, handed.position + 1)
             for k in [k for k, h in self._handed.items() if h.slot == handed.slot and h.position <= handed.position]:
                 del self._handed[k]
-            inner = self._inner  # collected at the next store; in flight (filtered) until then
-            self._state.after_store(lambda: inner.acknowledge_cumulative(message))
+            # Collected at the next store; in flight (filtered) until then.
+            self._state.after_store(self._inner, message, cumulative=True)
 
-    def _acknowledge_elsewhere(self, key: MessageKey, message: pulsar.Message) -> None:
+    def _acknowledge_elsewhere(self, message: pulsar.Message) -> None:
         """A message handed out on a cluster the consumer has left (or acknowledged already):
         by identity only — the broker that delivered it is not this one."""
-        rid = self._left.pop(key, None) or identity_of(message)
+        handed: _Handed | None = getattr(message, "_hs_handed", None)
+        rid = handed.rid if handed is not None else identity_of(message)
         if rid is None:
             log.info("consumer.ack_without_identity_ignored", topic=self._topic, message_id=str(message.message_id()))
             return
@@ -215,9 +222,10 @@ class Consumer:
     def negative_acknowledge(self, message: pulsar.Message) -> None:
         """As :meth:`pulsar.Consumer.negative_acknowledge`: the message comes again."""
         with self._lock:
-            handed = self._handed.pop(_key(message), None)
+            handed = self._handed_of(message)
             if handed is None:
                 return  # from a cluster we left: it was not acknowledged, so it comes again there
+            del self._handed[handed.key]
             self._state.acks.release(handed.slot, handed.position)
             self._inner.negative_acknowledge(message)
 
@@ -268,11 +276,11 @@ class Consumer:
         def commit() -> None:
             with self._lock:
                 self._inner = new
-                self._left = {key: h.rid for key, h in self._handed.items()}
-                self._handed.clear()
+                left = len(self._handed)
+                self._handed.clear()  # acknowledged from now on by identity (see _acknowledge_elsewhere)
                 self._switching = False
                 self._switched.notify_all()
             log.info("consumer.switched", topic=self._topic, subscription=self._subscription, source=source,
-                     to=spec.name, unacknowledged=len(self._left))  # fmt: skip
+                     to=spec.name, unacknowledged=left)  # fmt: skip
 
         return commit

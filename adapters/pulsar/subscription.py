@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
 import pulsar
 
@@ -47,7 +46,8 @@ class SubscriptionState:
         self.acks = AckTracker()
         self._positions: dict[tuple[str, int], int] = {}
         self._dirty: set[tuple[str, int]] = set()  # ledgers changed since the last store
-        self._broker_acks: list[Callable[[], None]] = []  # sent once the ledgers are stored
+        # (consumer, message, cumulative): sent once the ledgers are stored
+        self._broker_acks: list[tuple[pulsar.Consumer, pulsar.Message, bool]] = []
         self._store = LedgerStore(center)
         self.users = 0
         self._follower = LedgerFollower(center, subscription, self._merge_stored, name=f"ledgers-{subscription}")
@@ -77,9 +77,10 @@ class SubscriptionState:
         if key is not None:
             self._dirty.add(key)
 
-    def after_store(self, send: Callable[[], None]) -> None:
-        """Send ``send`` (a broker acknowledgement) once the ledgers recorded so far are stored."""
-        self._broker_acks.append(send)
+    def after_store(self, consumer: pulsar.Consumer, message: pulsar.Message, *, cumulative: bool = False) -> None:
+        """Acknowledge ``message`` on the broker (with ``consumer``) once the ledgers recorded so
+        far are stored."""
+        self._broker_acks.append((consumer, message, cumulative))
 
     def load(self, partitions: int) -> None:
         """Merge the stored ledgers of every partition (what other consumers stored)."""
@@ -116,9 +117,12 @@ class SubscriptionState:
                 self._dirty |= dirty
                 self._broker_acks[:0] = pending
             raise
-        for send in pending:
+        for consumer, message, cumulative in pending:
             try:
-                send()
+                if cumulative:
+                    consumer.acknowledge_cumulative(message)
+                else:
+                    consumer.acknowledge(message)
             except pulsar.PulsarException as exc:  # the ledger holds it; the broker redelivers, we filter
                 log.info("consumer.broker_ack_failed", error=str(exc))
 
