@@ -18,7 +18,8 @@ never handing a message out again once it was acknowledged.
   new one: an existing subscription resumes at its own cursor there, a new one at the
   earliest message; whatever is read again is filtered. Messages handed out and not
   acknowledged at the switch are delivered again there (at least once); one acknowledged
-  after the switch counts by its identity.
+  after the switch counts by its identity, and a cumulative acknowledgement covers what its
+  partition handed out before it, on either cluster.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class Consumer:
         self._lock = self._state.lock
         self._switched = threading.Condition(self._lock)
         self._handed: dict[MessageKey, _Handed] = {}
+        self._left: list[_Handed] = []  # handed out on the cluster left last, not acknowledged there
         self._switching = False
         self._closed = False
         self._state.load(len(client.inner.get_topic_partitions(topic)))
@@ -201,8 +203,10 @@ class Consumer:
         with self._lock:
             handed = self._handed_of(message)
             if handed is None:
-                self._acknowledge_elsewhere(message)
+                self._acknowledge_left_cumulatively(message)
                 return
+            # What the partition handed out on the cluster left before the switch came first.
+            self._acknowledge_left(handed.slot, None)
             self._state.acks.acknowledge_through(handed.slot, handed.position + 1)
             for k in [k for k, h in self._handed.items() if h.slot == handed.slot and h.position <= handed.position]:
                 del self._handed[k]
@@ -218,6 +222,27 @@ class Consumer:
             log.info("consumer.ack_without_identity_ignored", topic=self._topic, message_id=str(message.message_id()))
             return
         self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, rid, now_ms()))
+
+    def _acknowledge_left_cumulatively(self, message: pulsar.Message) -> None:
+        """A cumulative acknowledgement of a message handed out on the cluster the consumer has
+        just left covers what was handed out before it there, from its partition: by identity."""
+        handed: _Handed | None = getattr(message, "_hs_handed", None)
+        if handed is not None and handed in self._left:
+            self._acknowledge_left(handed.slot, handed.position)
+        else:
+            self._acknowledge_elsewhere(message)
+
+    def _acknowledge_left(self, slot: tuple[str, int], through: int | None) -> None:
+        """Acknowledge by identity what ``slot`` handed out on the cluster left last, up to
+        position ``through`` (None: all of it)."""
+        covered = [h for h in self._left if h.slot == slot and (through is None or h.position <= through)]
+        if not covered:
+            return
+        gone = {id(h) for h in covered}
+        self._left = [h for h in self._left if id(h) not in gone]
+        for h in covered:
+            if h.rid is not None:
+                self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, h.rid, now_ms()))
 
     def negative_acknowledge(self, message: pulsar.Message) -> None:
         """As :meth:`pulsar.Consumer.negative_acknowledge`: the message comes again."""
@@ -276,8 +301,10 @@ class Consumer:
         def commit() -> None:
             with self._lock:
                 self._inner = new
-                left = len(self._handed)
-                self._handed.clear()  # acknowledged from now on by identity (see _acknowledge_elsewhere)
+                # Acknowledged from now on by identity (see _acknowledge_elsewhere).
+                self._left = sorted(self._handed.values(), key=lambda h: (h.slot, h.position))
+                left = len(self._left)
+                self._handed.clear()
                 self._switching = False
                 self._switched.notify_all()
             log.info("consumer.switched", topic=self._topic, subscription=self._subscription, source=source,

@@ -41,6 +41,7 @@ def _create_topic(url: str, topic: str) -> None:
 class KafkaWorkload:
     system = "kafka"
     route = ROUTE
+    phase = ""
 
     def __init__(self, run: str) -> None:
         self.run = run

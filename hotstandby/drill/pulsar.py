@@ -1,6 +1,7 @@
-"""The Pulsar drill's workload: an SDK producer and M consumers of one Shared subscription,
-acknowledging individually and out of order after random delays, with some negative
-acknowledgements, on a fresh topic of the reference cluster.
+"""The Pulsar drill, in two parts, each on a fresh topic of the reference cluster with an SDK
+producer and the same switches: first M consumers of one Shared subscription, acknowledging
+individually and out of order after random delays, with some negative acknowledgements; then
+one consumer of an Exclusive subscription acknowledging cumulatively, every few messages.
 
 The consumers share one :class:`~hotstandby.adapters.pulsar.Client` (the producer has its
 own): pulsar-lite refuses a second connection's consumer on a subscription (consumer ids
@@ -34,8 +35,10 @@ class PulsarWorkload:
     system = "pulsar"
     route = ROUTE
 
-    def __init__(self, run: str) -> None:
+    def __init__(self, run: str, *, exclusive: bool = False) -> None:
         self.run = run
+        self.exclusive = exclusive
+        self.phase = "exclusive, cumulative acks" if exclusive else "shared, individual acks out of order"
         self.topic = f"persistent://public/default/drill-{run}"
         self.subscription = f"drill-{run}"
         self._consumers_client: Any = None
@@ -101,6 +104,9 @@ class PulsarWorkload:
             client.close()
 
     def consume(self, ctx: DrillContext, index: int) -> None:
+        if self.exclusive:
+            self._consume_cumulatively(ctx)
+            return
         import pulsar
 
         rnd = random.Random(index)
@@ -138,9 +144,46 @@ class PulsarWorkload:
                 consumer.close()
             self._release_shared()
 
+    def _consume_cumulatively(self, ctx: DrillContext) -> None:
+        """The one consumer of an Exclusive subscription: a cumulative acknowledgement per
+        partition every 1 to 20 messages (and when idle)."""
+        import pulsar
+
+        rnd = random.Random(7)
+        client = self._shared_client(ctx)
+        consumer = None
+        try:
+            consumer = client.subscribe(self.topic, self.subscription, consumer_type=pulsar.ConsumerType.Exclusive,
+                                        initial_position=pulsar.InitialPosition.Earliest)  # fmt: skip
+            pending: list[Any] = []
+            batch = rnd.randint(1, 20)
+            while not ctx.stop.is_set():
+                before = client.cluster
+                try:
+                    msg = consumer.receive(timeout_millis=100)
+                except pulsar.Timeout:
+                    msg = None
+                if msg is not None:
+                    ctx.tally.received(int(msg.data()), before if client.cluster == before else None)
+                    pending.append(msg)
+                if pending and (msg is None or len(pending) >= batch):
+                    last = {m.topic_name(): m for m in pending}  # the newest of each partition
+                    for m in last.values():
+                        consumer.acknowledge_cumulative(m)
+                    ctx.tally.acknowledged([int(m.data()) for m in pending])
+                    pending.clear()
+                    batch = rnd.randint(1, 20)
+        finally:
+            if consumer is not None:
+                ctx.filtered["exclusive"] = consumer.filtered
+                consumer.close()
+            self._release_shared()
+
 
 def run_pulsar_drill(
     rc: RefCluster, options: DrillOptions, progress: Callable[[DrillProgress], None] | None = None
 ) -> DrillReport:
-    """The Pulsar drill on the (running) reference cluster ``rc``."""
-    return run_drill(rc, options, PulsarWorkload(new_run_id()), progress)
+    """The Pulsar drill on the (running) reference cluster ``rc``: both parts (see the module doc)."""
+    shared = run_drill(rc, options, PulsarWorkload(new_run_id()), progress)
+    exclusive = run_drill(rc, replace(options, consumers=1), PulsarWorkload(new_run_id(), exclusive=True), progress)
+    return DrillReport.combine([shared, exclusive])

@@ -7,6 +7,9 @@ from typing import Any
 
 __all__ = ["DrillReport", "SwitchReport"]
 
+_SUMMED = ("produced", "consumed", "lost", "duplicated", "redelivered", "filtered", "resent", "failed_deliveries",
+           "replicated")  # fmt: skip
+
 
 @dataclass(frozen=True)
 class SwitchReport:
@@ -37,21 +40,46 @@ class DrillReport:
     lost_sample: list[int] = field(default_factory=list)
     namespace: str = ""
     topic: str = ""
+    phase: str = ""  # what this part of a drill exercised (a drill of several parts sums them)
+    phases: list[DrillReport] = field(default_factory=list)
+
+    @classmethod
+    def combine(cls, parts: list[DrillReport]) -> DrillReport:
+        """One report for a drill run in parts, one after the other (the parts are kept)."""
+        first = parts[0]
+        return cls(
+            system=first.system,
+            **{name: sum(getattr(p, name) for p in parts) for name in _SUMMED},
+            consumers=max(p.consumers for p in parts),
+            seconds=round(sum(p.seconds for p in parts), 1),
+            switches=[s for p in parts for s in p.switches],
+            lost_sample=[seq for p in parts for seq in p.lost_sample][:20],
+            namespace=first.namespace,
+            topic=first.topic,
+            phases=list(parts),
+        )  # fmt: skip
 
     @property
     def ok(self) -> bool:
         return self.lost == 0 and self.duplicated == 0 and self.produced > 0
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = {k: v for k, v in asdict(self).items() if k not in ("phases", "phase")}
+        if self.phase:
+            data["phase"] = self.phase
         data["switches"] = [s.to_dict() for s in self.switches]
         data["ok"] = self.ok
+        if self.phases:
+            data["phases"] = [p.to_dict() for p in self.phases]
         return data
 
     def human(self) -> str:
+        if self.phases:
+            return "\n".join(p.human() for p in self.phases)
         verdict = "PASS" if self.ok else "FAIL"
+        what = f"{self.system} drill" + (f" ({self.phase})" if self.phase else "")
         lines = [
-            f"{verdict}  {self.system} drill: {self.produced} produced, {self.consumed} consumed by "
+            f"{verdict}  {what}: {self.produced} produced, {self.consumed} consumed by "
             f"{self.consumers} consumer(s) in {self.seconds:.1f} s",
             f"  lost           {self.lost}" + (f"  (e.g. {self.lost_sample[:10]})" if self.lost else ""),
             f"  duplicated     {self.duplicated}",

@@ -105,6 +105,7 @@ class Workload(Protocol):
     route: str
     run: str  # this run's id (from new_run_id)
     topic: str
+    phase: str  # what the drill exercises, when the system's drill has several parts ("" otherwise)
 
     def prepare(self, rc: RefCluster, ctx: DrillContext) -> None:
         """Make the topic on both clusters (and whatever else the system needs)."""
@@ -238,6 +239,7 @@ def run_drill(
         lost_sample=lost[:20],
         namespace=namespace,
         topic=workload.topic,
+        phase=workload.phase,
     )
 
 

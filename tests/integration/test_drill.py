@@ -43,17 +43,25 @@ def test_drill_with_a_killed_primary_and_failback_loses_and_duplicates_nothing(
 def test_pulsar_drill_with_a_killed_primary_loses_and_duplicates_nothing(
     refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Shared subscription, three consumers acknowledging out of order, some negative acks."""
+    """First a Shared subscription, three consumers acknowledging out of order, some negative
+    acks; then an Exclusive one acknowledging cumulatively. Each part flips the route three
+    times, the first after a SIGKILL of the active broker."""
     code, report = drill(refcluster, capsys, "--system", "pulsar", "--messages", "3000", "--switches", "3",
                          "--kill-primary", "--consumers", "3", "--timeout", "240")  # fmt: skip
-    assert (report["system"], report["produced"], report["consumed"]) == ("pulsar", 3000, 3000)
-    assert (report["lost"], report["duplicated"]) == (0, 0)
+    shared, exclusive = report["phases"]
+    assert (shared["phase"], shared["consumers"], exclusive["phase"], exclusive["consumers"]) == (
+        "shared, individual acks out of order", 3, "exclusive, cumulative acks", 1
+    )  # fmt: skip
+    for part in (shared, exclusive):
+        assert (part["system"], part["produced"], part["consumed"]) == ("pulsar", 3000, 3000)
+        assert (part["lost"], part["duplicated"]) == (0, 0)
+        assert [(s["from"], s["to"], s["killed"]) for s in part["switches"]] == [
+            ("pulsar-a", "pulsar-b", True), ("pulsar-b", "pulsar-a", False), ("pulsar-a", "pulsar-b", False)
+        ]  # fmt: skip
+        assert part["filtered"] > 0 and part["resent"] > 0
+    assert shared["redelivered"] > 0, "negatively acknowledged messages came again"
+    assert (report["produced"], report["lost"], report["duplicated"]) == (6000, 0, 0)
     assert code == 0 and report["ok"]
-    assert [(s["from"], s["to"], s["killed"]) for s in report["switches"]] == [
-        ("pulsar-a", "pulsar-b", True), ("pulsar-b", "pulsar-a", False), ("pulsar-a", "pulsar-b", False)
-    ]  # fmt: skip
-    assert report["redelivered"] > 0, "negatively acknowledged messages came again"
-    assert report["filtered"] > 0 and report["resent"] > 0
     assert refcluster.is_up()
 
 
@@ -62,5 +70,6 @@ def test_drill_without_a_system_drills_kafka_then_pulsar(
 ) -> None:
     code, out = drill(refcluster, capsys, "--messages", "1500", "--switches", "2", "--timeout", "180")
     assert [r["system"] for r in out["reports"]] == ["kafka", "pulsar"]
-    assert [(r["produced"], r["lost"], r["duplicated"]) for r in out["reports"]] == [(1500, 0, 0)] * 2
+    assert [(r["produced"], r["lost"], r["duplicated"]) for r in out["reports"]] == [(1500, 0, 0), (3000, 0, 0)]
+    assert [p["produced"] for p in out["reports"][1]["phases"]] == [1500, 1500]
     assert code == 0 and out["ok"]
