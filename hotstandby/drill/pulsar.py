@@ -118,14 +118,8 @@ class PulsarWorkload:
                                         negative_ack_redelivery_delay_ms=200)  # fmt: skip
             held: list[tuple[float, Any]] = []  # (acknowledge at, message)
             while not ctx.stop.is_set():
-                before = client.cluster
-                try:
-                    msg = consumer.receive(timeout_millis=100)
-                except pulsar.Timeout:
-                    msg = None
+                msg = _receive(ctx, client, consumer)
                 if msg is not None:
-                    seq = int(msg.data())
-                    ctx.tally.received(seq, before if client.cluster == before else None)
                     if rnd.random() < NACK_SHARE:
                         consumer.negative_acknowledge(msg)
                     else:
@@ -158,13 +152,8 @@ class PulsarWorkload:
             pending: list[Any] = []
             batch = rnd.randint(1, 20)
             while not ctx.stop.is_set():
-                before = client.cluster
-                try:
-                    msg = consumer.receive(timeout_millis=100)
-                except pulsar.Timeout:
-                    msg = None
+                msg = _receive(ctx, client, consumer)
                 if msg is not None:
-                    ctx.tally.received(int(msg.data()), before if client.cluster == before else None)
                     pending.append(msg)
                 if pending and (msg is None or len(pending) >= batch):
                     last = {m.topic_name(): m for m in pending}  # the newest of each partition
@@ -178,6 +167,20 @@ class PulsarWorkload:
                 ctx.filtered["exclusive"] = consumer.filtered
                 consumer.close()
             self._release_shared()
+
+
+def _receive(ctx: DrillContext, client: Any, consumer: Any) -> Any:
+    """The next message within 100 ms (None), counted as received."""
+    import pulsar
+
+    before = client.cluster
+    try:
+        msg = consumer.receive(timeout_millis=100)
+    except pulsar.Timeout:
+        return None
+    # Moved while receiving: the message may come from either cluster.
+    ctx.tally.received(int(msg.data()), before if client.cluster == before else None)
+    return msg
 
 
 def run_pulsar_drill(
