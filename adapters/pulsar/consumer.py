@@ -173,7 +173,7 @@ class Consumer:
             acks.acknowledge(slot, position)
             self._state.after_store(self._inner, msg)  # settled: the broker may drop it
             return None
-        handed = self._handed[key] = _Handed(key, slot, position, rid, 0 if rid is None else msg.redelivery_count())
+        handed = self._handed[key] = _Handed(key, slot, position, rid, msg.redelivery_count())
         msg._hs_handed = handed  # pulsar.Message is a plain Python object
         return msg
 
