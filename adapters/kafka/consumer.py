@@ -41,12 +41,12 @@ from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from hotstandby.ack_tracker import AckTracker
-from hotstandby.adapters.kafka.group_leave import leave_in_turn
+from hotstandby.adapters.kafka.group_leave import PendingLeaves, leave_in_turn
 from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
 from hotstandby.client_options import ClientOptions
 from hotstandby.configcenter.lock import StoreLock
 from hotstandby.documents import ClusterSpec, Link, Route
-from hotstandby.errors import FencedError, FormatError
+from hotstandby.errors import ConfigCenterError, FencedError, FormatError
 from hotstandby.follower import RouteClient, RouteFollower, wait_slices
 from hotstandby.identity import HEADER, RecordId
 from hotstandby.ledger import PartitionLedger
@@ -170,6 +170,7 @@ class Consumer(RouteClient):
     def subscribe(
         self, topics: Sequence[str], on_assign: Rebalance | None = None, on_revoke: Rebalance | None = None
     ) -> None:
+        self._await_leaves(self._spec)
         with self._lock:
             self._topics = list(topics)
             self._on_assign, self._on_revoke = on_assign, on_revoke
@@ -496,7 +497,7 @@ class Consumer(RouteClient):
                 self._store_elsewhere_acks()
             inner = self._inner
             self._closing = True
-        self._leave(inner, self._spec)
+        self._leave(inner, self._spec, self._mark_leaving(self._spec))
         for thread in self._leaving:
             thread.join(_LEAVE_TIMEOUT_S)
         self._ledger_follower.close()
@@ -535,6 +536,7 @@ class Consumer(RouteClient):
         except BaseException:
             self._resume_old()
             raise
+        self._await_leaves(spec)
         with self._lock:
             old = self._inner
             visit = Visit(current.active, dict(self._acked), dict(self._acks.last_acked_ts))
@@ -554,8 +556,9 @@ class Consumer(RouteClient):
             self.switches += 1
             self._switching = False
             self._switched.notify_all()
+        old_spec = self._follower.cluster(current.active)
         leaving = threading.Thread(
-            target=self._leave, args=(old, self._follower.cluster(current.active)), daemon=True,
+            target=self._leave, args=(old, old_spec, self._mark_leaving(old_spec)), daemon=True,
             name=f"hotstandby-leave-{current.active}",
         )  # fmt: skip
         leaving.start()
@@ -584,12 +587,44 @@ class Consumer(RouteClient):
             except KafkaException as exc:  # the ledger holds them; the old cluster may be gone
                 log.warning("consumer.commit_failed", cluster=self._spec.name, error=str(exc))
 
-    def _leave(self, raw: RawConsumer, spec: ClusterSpec) -> None:
+    def _pending_leaves(self, spec: ClusterSpec) -> PendingLeaves:
+        return PendingLeaves(self._follower.center, spec.name, self.group, ttl_s=int(_LEAVE_TIMEOUT_S) + 5)
+
+    def _mark_leaving(self, spec: ClusterSpec) -> int | None:
+        """Tell members about to join ``spec``'s group that we are leaving it (group_leave)."""
+        try:
+            lease: int = self._pending_leaves(spec).mark(self.options.client_id)
+            return lease
+        except ConfigCenterError as exc:
+            log.warning("consumer.leave_mark_failed", cluster=spec.name, group=self.group, error=str(exc))
+            return None
+
+    def _await_leaves(self, spec: ClusterSpec) -> None:
+        """Join ``spec``'s group only once no member is leaving it (joins racing leaves can
+        wedge a group on the reference broker: group_leave)."""
+        started = time.monotonic()
+        try:
+            left: list[str] = self._pending_leaves(spec).wait_none(_LEAVE_TIMEOUT_S)
+        except ConfigCenterError as exc:
+            log.warning("consumer.leaves_unknown", cluster=spec.name, group=self.group, error=str(exc))
+            return
+        waited_ms = round((time.monotonic() - started) * 1000)
+        if left:
+            log.warning("consumer.joining_while_leaving", cluster=spec.name, group=self.group, members=left,
+                        waited_ms=waited_ms)  # fmt: skip
+        elif waited_ms >= 100:
+            log.info("consumer.waited_for_leaves", cluster=spec.name, group=self.group, waited_ms=waited_ms)
+
+    def _leave(self, raw: RawConsumer, spec: ClusterSpec, marked: int | None) -> None:
         """Leave ``spec``'s group in turn with the other members (see group_leave)."""
         center = self._follower.center
         lock = StoreLock(center.store, center.keys.lock(f"leave/{spec.name}/{self.group}"),
                          owner=self.options.client_id, ttl_s=30)  # fmt: skip
-        leave_in_turn(raw, spec=spec, group=self.group, lock=lock, timeout=_LEAVE_TIMEOUT_S)
+        try:
+            leave_in_turn(raw, spec=spec, group=self.group, lock=lock, timeout=_LEAVE_TIMEOUT_S)
+        finally:
+            if marked is not None:
+                self._pending_leaves(spec).unmark(marked)
 
     def _drain(self, current: Route, set_state: Callable[[SwitchState], None]) -> None:
         """Planned switch: let the application read the old cluster up to its end offsets at the

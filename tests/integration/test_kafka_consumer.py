@@ -11,6 +11,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Message, TopicPartitio
 from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka import Consumer, Producer
+from hotstandby.adapters.kafka.group_leave import PendingLeaves
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.identity import HEADER, RecordId
 from hotstandby.ledger_store import LedgerStore
@@ -202,6 +203,40 @@ def test_a_copy_arriving_before_the_original_is_acknowledged_is_not_handed_out_a
     finally:
         consumer.close()
     assert sorted(got) == sorted(f"r{i}" for i in range(20))
+
+
+def test_a_switch_joins_the_new_clusters_group_only_once_nobody_is_leaving_it(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """A member of the group is still leaving it on kafka-b (as after a flip away from kafka-b
+    a moment ago): the switch to kafka-b waits for that leave before joining there — a join
+    racing a leave can leave the reference broker's group without an assignment for good."""
+    topic = f"l-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 1)
+    produce(refcluster, namespace, topic, [f"a{i}" for i in range(20)])
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(route_config(refcluster, namespace, **{"group.id": group, "auto.commit.interval.ms": 200}))
+    leaving = PendingLeaves(center, "kafka-b", group)
+    lease = leaving.mark("a member still leaving")
+    try:
+        consumer.subscribe([topic])
+        got = consume(consumer, 20)
+        center.switch("orders", "kafka-b", reason="test")
+        wait_for(lambda: consumer.switch_state is SwitchState.SWITCHING or consumer.cluster == "kafka-b", 30,
+                 "the consumer to reach the join")  # fmt: skip
+        held_until = time.monotonic() + 2.0
+        while time.monotonic() < held_until:  # a bounded look for something that must not happen
+            assert consumer.poll(0.1) is None
+            assert consumer.cluster == "kafka-a", "joined kafka-b's group while a member was leaving it"
+        leaving.unmark(lease)
+        produce(refcluster, namespace, topic, [f"b{i}" for i in range(10)])
+        got += consume(consumer, 10, timeout=60)
+        assert consumer.cluster == "kafka-b"
+    finally:
+        leaving.unmark(lease)
+        consumer.close()
+    assert sorted(got) == sorted([f"a{i}" for i in range(20)] + [f"b{i}" for i in range(10)])
 
 
 def test_a_member_joining_during_a_switch_rebalances_without_duplicates(
