@@ -60,12 +60,23 @@ class _Handed:
     """A message handed out on the current cluster and not acknowledged yet (kept on the
     message too, as ``_hs_handed``, so that acknowledging it looks nothing up)."""
 
-    __slots__ = ("key", "position", "redeliveries", "rid", "slot")
+    __slots__ = ("key", "message", "position", "redeliveries", "rid", "slot")
 
     def __init__(
-        self, key: MessageKey, slot: tuple[str, int], position: int, rid: RecordId | None, redeliveries: int
+        self,
+        key: MessageKey,
+        slot: tuple[str, int],
+        position: int,
+        rid: RecordId | None,
+        redeliveries: int,
+        message: pulsar.Message,
     ) -> None:
         self.key, self.slot, self.position, self.rid, self.redeliveries = key, slot, position, rid, redeliveries
+        self.message = message  # for acknowledgements by message id
+
+
+def _id_key(mid: pulsar.MessageId) -> tuple[int, int, int, int]:
+    return (mid.ledger_id(), mid.entry_id(), mid.batch_index(), mid.partition())
 
 
 class Consumer:
@@ -173,7 +184,7 @@ class Consumer:
             acks.acknowledge(slot, position)
             self._state.after_store(self._inner, msg)  # settled: the broker may drop it
             return None
-        handed = self._handed[key] = _Handed(key, slot, position, rid, msg.redelivery_count())
+        handed = self._handed[key] = _Handed(key, slot, position, rid, msg.redelivery_count(), msg)
         msg._hs_handed = handed  # pulsar.Message is a plain Python object
         return msg
 
@@ -186,9 +197,28 @@ class Consumer:
 
     # -- acknowledging ----------------------------------------------------------------------
 
-    def acknowledge(self, message: pulsar.Message) -> None:
-        """As :meth:`pulsar.Consumer.acknowledge`: stored in the ledger, then sent to the broker."""
+    def _by_id(self, message: pulsar.Message | pulsar.MessageId) -> pulsar.Message | None:
+        """The message handed out under message id ``message`` (a message is itself); None when
+        no message handed out and not acknowledged has that id. A search, not on the hot path:
+        acknowledging by message is cheaper."""
+        if isinstance(message, pulsar.Message):
+            return message
+        # message_id() gives a _pulsar.MessageId; pulsar.MessageId wraps one: either is an id.
+        wanted = _id_key(message)
+        for handed in (*self._handed.values(), *self._left):
+            if _id_key(handed.message.message_id()) == wanted:
+                return handed.message
+        return None
+
+    def acknowledge(self, message: pulsar.Message | pulsar.MessageId) -> None:
+        """As :meth:`pulsar.Consumer.acknowledge` (a message or its id): stored in the ledger,
+        then sent to the broker."""
         with self._lock:
+            found = self._by_id(message)
+            if found is None:
+                self._acknowledge_unknown_id(message, cumulative=False)
+                return
+            message = found
             handed = self._handed_of(message)
             if handed is None:
                 self._acknowledge_elsewhere(message)
@@ -197,10 +227,15 @@ class Consumer:
             self._state.acks.acknowledge(handed.slot, handed.position)  # collected at the next store
             self._state.after_store(self._inner, message)
 
-    def acknowledge_cumulative(self, message: pulsar.Message) -> None:
-        """As :meth:`pulsar.Consumer.acknowledge_cumulative`: every message of its partition
-        handed out up to it (Exclusive and Failover subscriptions)."""
+    def acknowledge_cumulative(self, message: pulsar.Message | pulsar.MessageId) -> None:
+        """As :meth:`pulsar.Consumer.acknowledge_cumulative` (a message or its id): every message
+        of its partition handed out up to it (Exclusive and Failover subscriptions)."""
         with self._lock:
+            found = self._by_id(message)
+            if found is None:
+                self._acknowledge_unknown_id(message, cumulative=True)
+                return
+            message = found
             handed = self._handed_of(message)
             if handed is None:
                 self._acknowledge_left_cumulatively(message)
@@ -212,6 +247,12 @@ class Consumer:
                 del self._handed[k]
             # Collected at the next store; in flight (filtered) until then.
             self._state.after_store(self._inner, message, cumulative=True)
+
+    def _acknowledge_unknown_id(self, mid: pulsar.MessageId, *, cumulative: bool) -> None:
+        """A message id of no message handed out here: nothing to record in the ledger (its
+        identity is unknown), so the broker alone gets it, as pulsar-client would send it."""
+        log.info("consumer.ack_of_unknown_message_id", topic=self._topic, message_id=str(mid))
+        self._state.after_store(self._inner, mid, cumulative=cumulative)
 
     def _acknowledge_elsewhere(self, message: pulsar.Message) -> None:
         """A message handed out on a cluster the consumer has left (or acknowledged already):
@@ -244,9 +285,14 @@ class Consumer:
             if h.rid is not None:
                 self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, h.rid, now_ms()))
 
-    def negative_acknowledge(self, message: pulsar.Message) -> None:
-        """As :meth:`pulsar.Consumer.negative_acknowledge`: the message comes again."""
+    def negative_acknowledge(self, message: pulsar.Message | pulsar.MessageId) -> None:
+        """As :meth:`pulsar.Consumer.negative_acknowledge` (a message or its id): it comes again."""
         with self._lock:
+            found = self._by_id(message)
+            if found is None:
+                self._inner.negative_acknowledge(message)
+                return
+            message = found
             handed = self._handed_of(message)
             if handed is None:
                 return  # from a cluster we left: it was not acknowledged, so it comes again there

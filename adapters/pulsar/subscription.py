@@ -47,7 +47,7 @@ class SubscriptionState:
         self._positions: dict[tuple[str, int], int] = {}
         self._dirty: set[tuple[str, int]] = set()  # ledgers changed since the last store
         # (consumer, message, cumulative): sent once the ledgers are stored
-        self._broker_acks: list[tuple[pulsar.Consumer, pulsar.Message, bool]] = []
+        self._broker_acks: list[tuple[pulsar.Consumer, pulsar.Message | pulsar.MessageId, bool]] = []
         self._store = LedgerStore(center)
         self.users = 0
         self._follower = LedgerFollower(center, subscription, self._merge_stored, name=f"ledgers-{subscription}")
@@ -77,7 +77,9 @@ class SubscriptionState:
         if key is not None:
             self._dirty.add(key)
 
-    def after_store(self, consumer: pulsar.Consumer, message: pulsar.Message, *, cumulative: bool = False) -> None:
+    def after_store(
+        self, consumer: pulsar.Consumer, message: pulsar.Message | pulsar.MessageId, *, cumulative: bool = False
+    ) -> None:
         """Acknowledge ``message`` on the broker (with ``consumer``) once the ledgers recorded so
         far are stored."""
         self._broker_acks.append((consumer, message, cumulative))

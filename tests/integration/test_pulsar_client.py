@@ -144,6 +144,25 @@ def produce_values(client: Client, topic: str, values: list[str], **options: Any
     producer.close()
 
 
+def test_acknowledging_by_message_id_records_the_messages_in_the_ledger(
+    refcluster: RefCluster, client: Client, topic: str
+) -> None:
+    """pulsar-client takes a message id where it takes a message: the ledger records the
+    message behind it, so it stays filtered after the broker forgot the acknowledgement."""
+    produce_values(client, topic, [f"m{i}" for i in range(30)])
+    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared,
+                                initial_position=pulsar.InitialPosition.Earliest)  # fmt: skip
+    got = take(consumer, 30)
+    for msg in got[:10]:
+        consumer.acknowledge(msg.message_id())
+    consumer.negative_acknowledge(got[10].message_id())  # given back: handed out again
+    consumer.close()
+    forget_acknowledgements(refcluster, topic, "s")
+    again = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
+    rest = [m.data().decode() for m in take(again, 20)] + nothing_more(again, within=1.5)
+    assert sorted(rest) == sorted(f"m{i}" for i in range(10, 30))
+
+
 def test_batch_receive_redelivery_and_unsubscribe(client: Client, topic: str) -> None:
     consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared,
                                 initial_position=pulsar.InitialPosition.Earliest,
