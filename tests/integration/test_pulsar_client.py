@@ -221,7 +221,9 @@ def test_cumulative_acknowledgements_on_an_exclusive_subscription_across_a_switc
     assert nothing_more(consumer, within=1.5) == []
 
 
-def _key_shared_across_a_switch(client: Client, center: ConfigCenter, topic: str, consumers: int) -> list[tuple[int, int]]:
+def _key_shared_across_a_switch(
+    client: Client, center: ConfigCenter, topic: str, consumers: int
+) -> list[tuple[int, int]]:
     """150 keyed messages, 80 handed out and acknowledged, a flip, 50 more: every message as
     (consumer, value) in the order handed out."""
     kwargs = {"consumer_type": pulsar.ConsumerType.KeyShared, "initial_position": pulsar.InitialPosition.Earliest}
