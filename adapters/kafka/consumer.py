@@ -620,11 +620,16 @@ class Consumer(RouteClient):
         center = self._follower.center
         lock = StoreLock(center.store, center.keys.lock(f"leave/{spec.name}/{self.group}"),
                          owner=self.options.client_id, ttl_s=30)  # fmt: skip
-        try:
-            leave_in_turn(raw, spec=spec, group=self.group, lock=lock, timeout=_LEAVE_TIMEOUT_S)
-        finally:
+        leaves = self._pending_leaves(spec)
+
+        def harmless() -> None:
             if marked is not None:
-                self._pending_leaves(spec).unmark(marked)
+                leaves.unmark(marked)
+
+        try:
+            leave_in_turn(raw, spec=spec, group=self.group, lock=lock, timeout=_LEAVE_TIMEOUT_S, harmless=harmless)
+        finally:
+            harmless()
 
     def _drain(self, current: Route, set_state: Callable[[SwitchState], None]) -> None:
         """Planned switch: let the application read the old cluster up to its end offsets at the

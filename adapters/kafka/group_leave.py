@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -89,14 +90,27 @@ def _settled(admin: AdminClient, spec: ClusterSpec, group: str) -> bool | None:
     return found.state in _SETTLED
 
 
-def leave_in_turn(raw: Any, *, spec: ClusterSpec, group: str, lock: StoreLock | None, timeout: float) -> None:
+def leave_in_turn(
+    raw: Any,
+    *,
+    spec: ClusterSpec,
+    group: str,
+    lock: StoreLock | None,
+    timeout: float,
+    harmless: Callable[[], None] | None = None,
+) -> None:
     """Close ``raw`` (a confluent_kafka.Consumer) once it is its turn; records it still
-    fetches meanwhile are dropped unprocessed. Never waits more than ``timeout`` seconds."""
+    fetches meanwhile are dropped unprocessed. Never waits more than ``timeout`` seconds.
+    ``harmless`` is called at once when the cluster does not answer: its group went with it, so
+    joins need not wait for this leave (closing a consumer of a dead broker can take long)."""
     deadline = time.monotonic() + timeout
     admin = shared_admin(spec.url)
     held = False
+    answering = _settled(admin, spec, group) is not None
+    if not answering and harmless is not None:
+        harmless()
     try:
-        if lock is not None and _settled(admin, spec, group) is not None:
+        if lock is not None and answering:
             # Keep serving the group's rebalances while waiting, so the others can settle.
             while not held and time.monotonic() < deadline:
                 raw.poll(0.1)
