@@ -32,7 +32,7 @@ LedgerKey = tuple[str, int]  # (logical topic, partition named by the identity)
 class _Delivered:
     """One slot's records handed out (or filtered), in the order received."""
 
-    __slots__ = ("acked", "entries", "logical", "released")
+    __slots__ = ("acked", "entries", "given_back", "logical", "origins", "released")
 
     def __init__(self, logical: str) -> None:
         self.logical = logical
@@ -40,6 +40,10 @@ class _Delivered:
         self.entries: deque[tuple[int, RecordId | None, int]] = deque()
         self.acked: set[int] = set()  # positions acknowledged out of order, not yet collected
         self.released: set[int] = set()  # positions handed out, then given back (never acknowledged)
+        self.origins: dict[int, object] = {}  # position -> where the record was copied from (see offer)
+        # A record was given back: it comes again at a later position, so the acknowledged
+        # prefix no longer tells which records before a position were all processed.
+        self.given_back = False
 
 
 class AckTracker:
@@ -52,17 +56,26 @@ class AckTracker:
         self._through: dict[Slot, int] = {}  # acknowledged up to (excluded), not yet collected
         # Per slot, the timestamp of the last record of the acknowledged prefix.
         self.last_acked_ts: dict[Slot, int] = {}
+        # Per slot, the origin of the newest copy in the acknowledged prefix (see offer); only
+        # while no record of the slot was given back.
+        self.last_acked_origin: dict[Slot, object] = {}
         self.filtered = 0
         # What was handed out on the previous cluster and never acknowledged (see reset).
         self._left: dict[Slot, _Delivered] = {}
 
     # -- receiving ------------------------------------------------------------------------
 
-    def offer(self, logical: str, slot: Slot, position: int, rid: RecordId | None, timestamp_ms: int) -> bool:
-        """A record was received; True when it is to be handed out (it is then in flight)."""
+    def offer(
+        self, logical: str, slot: Slot, position: int, rid: RecordId | None, timestamp_ms: int, origin: object = None
+    ) -> bool:
+        """A record was received; True when it is to be handed out (it is then in flight).
+        ``origin`` (optional, opaque) says where a replicated copy came from; once the copy and
+        every record before it in the slot are acknowledged, it is :attr:`last_acked_origin`."""
         delivered = self._slots.get(slot)
         if delivered is None:
             delivered = self._slots[slot] = _Delivered(logical)
+        if origin is not None and not delivered.given_back:
+            delivered.origins[position] = origin
         if rid is not None:
             ledger = self.ledgers.get((logical, rid.partition))
             if (ledger is not None and ledger.has(rid)) or (logical, rid) in self._in_flight:
@@ -108,6 +121,9 @@ class AckTracker:
             if rid is not None:
                 self._in_flight.discard((delivered.logical, rid))
             delivered.released.add(position)
+            delivered.given_back = True
+            delivered.origins.clear()
+            self.last_acked_origin.pop(slot, None)
 
     # -- acknowledging --------------------------------------------------------------------
 
@@ -134,6 +150,8 @@ class AckTracker:
             logical = delivered.logical
             kept: deque[tuple[int, RecordId | None, int]] | None = deque() if acked or released else None
             newest_ts = None
+            newest_origin = None
+            origins = delivered.origins
             gap = False  # the timestamp only follows the acknowledged prefix: a seek to it skips nothing
             while delivered.entries:
                 position, rid, ts = delivered.entries[0]
@@ -150,6 +168,10 @@ class AckTracker:
                     continue
                 delivered.entries.popleft()
                 acked.discard(position)
+                if origins:
+                    origin = origins.pop(position, None)
+                    if origin is not None and not gap:
+                        newest_origin = origin
                 if not gap:
                     newest_ts = ts
                 if rid is not None:
@@ -162,6 +184,8 @@ class AckTracker:
                 acked.clear()  # positions acknowledged but never handed out here: nothing to do
             if newest_ts is not None:
                 self.last_acked_ts[slot] = newest_ts
+            if newest_origin is not None and not delivered.given_back:
+                self.last_acked_origin[slot] = newest_origin
         return touched
 
     # -- bookkeeping ----------------------------------------------------------------------
@@ -228,3 +252,4 @@ class AckTracker:
         self._in_flight.clear()
         self._through.clear()
         self.last_acked_ts.clear()
+        self.last_acked_origin.clear()

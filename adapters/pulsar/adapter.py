@@ -18,9 +18,24 @@ if TYPE_CHECKING:
     from hotstandby.drill.report import DrillReport
     from hotstandby.refcluster import RefCluster
 
-__all__ = ["ADAPTER", "PulsarAdapter", "decode_identity", "encode_identity", "identity_of"]
+__all__ = [
+    "ADAPTER",
+    "REPLICATED_FROM",
+    "REPL_SOURCE_POSITION",
+    "PulsarAdapter",
+    "decode_identity",
+    "encode_identity",
+    "identity_in",
+    "identity_of",
+]
 
 log = get_logger("hotstandby.pulsar")
+
+# Properties of a replicated copy: its position on the source cluster (``"<ledgerId>:<entryId>"``,
+# as Pulsar >= 3.0.11 geo-replication adds) and, from the reference replicator, the source
+# cluster's name (Pulsar marks copies with ``replicated_from``, which clients cannot read).
+REPL_SOURCE_POSITION = "__MSG_PROP_REPL_SOURCE_POSITION"
+REPLICATED_FROM = "hs.replicated.from"
 
 
 def encode_identity(rid: RecordId) -> str:
@@ -41,7 +56,12 @@ def decode_identity(raw: bytes | str) -> RecordId:
 def identity_of(msg: Any) -> RecordId | None:
     """A received message's identity; None when it has none (not written by the SDK) or a bad
     one (logged): such a message is handed out, never filtered."""
-    raw: str | None = msg.properties().get(HEADER)
+    return identity_in(msg.properties(), msg)
+
+
+def identity_in(properties: dict[str, str], msg: Any) -> RecordId | None:
+    """:func:`identity_of` from the message's properties, when the caller has them already."""
+    raw: str | None = properties.get(HEADER)
     if raw is None:
         return None
     try:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from hotstandby.adapters.pulsar.reader import Reader
     from hotstandby.adapters.pulsar.subscription import SubscriptionState
 
-__all__ = ["Client"]
+__all__ = ["Client", "close_quietly"]
 
 log = get_logger("hotstandby.pulsar.client")
 
@@ -162,7 +162,7 @@ class Client(RouteClient):
 
     def retire(self, member: Producer | Consumer | Reader, inner: Any) -> None:
         """A producer, consumer or reader is closed: close its pulsar counterpart; it no longer moves."""
-        _close_quietly(inner)
+        close_quietly(inner)
         with self._lock:
             self._producers = [p for p in self._producers if p is not member]
             self._consumers = [c for c in self._consumers if c is not member]
@@ -219,7 +219,7 @@ class Client(RouteClient):
         except BaseException:
             for receiver in (*consumers, *readers):
                 receiver.resume()
-            _close_quietly(new)
+            close_quietly(new)
             raise
         set_state(SwitchState.SWITCHING)
         with self._lock:
@@ -229,13 +229,13 @@ class Client(RouteClient):
                 state.reset()  # what was handed out belongs to the old cluster
             for commit in prepared:
                 commit()
-        closer = threading.Thread(target=_close_quietly, args=(old,), daemon=True, name="hotstandby-pulsar-close")
+        closer = threading.Thread(target=close_quietly, args=(old,), daemon=True, name="hotstandby-pulsar-close")
         closer.start()
         log.info("client.switched", client=self.options.client_id, source=current.active, to=target.active,
                  epoch=target.epoch, producers=len(producers), consumers=len(consumers))  # fmt: skip
 
 
-def _close_quietly(closeable: Any) -> None:
+def close_quietly(closeable: Any) -> None:
     """Close what we give up (its cluster may be dead: pulsar-client bounds the wait)."""
     try:
         closeable.close()

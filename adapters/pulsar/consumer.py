@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import pulsar
 
-from hotstandby.adapters.pulsar.adapter import identity_of
+from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM, identity_in, identity_of
+from hotstandby.adapters.pulsar.client import close_quietly
 from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
 from hotstandby.documents import ClusterSpec
 from hotstandby.errors import ConfigError
@@ -49,6 +50,11 @@ log = get_logger("hotstandby.pulsar.consumer")
 # for every copy) or, for a message without one, where it is stored (topic, ledger, entry,
 # batch index: five calls into the client library, so only then).
 MessageKey = tuple[str, int, int, int] | RecordId
+
+# Checking that the new cluster still holds a copied message: entries read at most (two
+# entries' messages; more than a batch's), and the wait for each.
+_HOLDS_READ_LIMIT = 2_000
+_HOLDS_WAIT_MS = 2_000
 
 
 def _stored_at(msg: pulsar.Message) -> tuple[str, int, int, int]:
@@ -98,7 +104,13 @@ class Consumer:
         self._left: list[_Handed] = []  # handed out on the cluster left last, not acknowledged there
         self._switching = False
         self._closed = False
-        self._state.load(len(client.inner.get_topic_partitions(topic)))
+        partitions = client.inner.get_topic_partitions(topic)
+        self._state.load(len(partitions))
+        # An Exclusive subscription of a topic that is not partitioned has one consumer, which
+        # receives every message in the broker's order: its acknowledged prefix says where to
+        # start on the cluster the copies in it came from (see _start_after_copies).
+        exclusive = kwargs.get("consumer_type", pulsar.ConsumerType.Exclusive) == pulsar.ConsumerType.Exclusive
+        self._track_origins = exclusive and len(partitions) == 1
         self._inner = self._subscribe(client.inner)
 
     def _subscribe(self, client: pulsar.Client, *, initial: pulsar.InitialPosition | None = None) -> pulsar.Consumer:
@@ -166,7 +178,8 @@ class Consumer:
 
     def _accept(self, msg: pulsar.Message) -> pulsar.Message | None:
         acks = self._state.acks
-        rid = identity_of(msg)
+        properties = msg.properties()
+        rid = identity_in(properties, msg)
         key: MessageKey = rid if rid is not None else _stored_at(msg)
         handed = self._handed.get(key)
         if handed is not None:
@@ -180,7 +193,12 @@ class Consumer:
             del self._handed[key]
         slot = (str(msg.topic_name()), 0)
         position = self._state.next_position(slot)
-        if not acks.offer(self._topic, slot, position, rid, msg.publish_timestamp()):
+        origin = None
+        if self._track_origins and rid is not None:
+            source_position = properties.get(REPL_SOURCE_POSITION)
+            if source_position is not None:
+                origin = (properties.get(REPLICATED_FROM), source_position, rid)
+        if not acks.offer(self._topic, slot, position, rid, msg.publish_timestamp(), origin):
             acks.acknowledge(slot, position)
             self._state.after_store(self._inner, msg)  # settled: the broker may drop it
             return None
@@ -334,6 +352,46 @@ class Consumer:
             self._switching = False
             self._switched.notify_all()
 
+    def _start_after_copies(self, client: pulsar.Client, new: pulsar.Consumer, spec: ClusterSpec) -> pulsar.Consumer:
+        """Start the subscription on ``spec`` where the copies from there that this consumer
+        processed end, instead of its own cursor there or the earliest message.
+
+        The newest copy from ``spec`` in the acknowledged prefix (every message received before
+        it acknowledged) was stored on ``spec`` at its source position X. Replication keeps
+        order, so whatever ``spec`` held before X — its own messages and copies of ours — reached
+        this cluster before that copy and was processed. The subscription is moved to the entry
+        before X (so X's entry is read again, whatever a seek includes); what is read again is
+        filtered. Only if ``spec`` still holds the copied message at X (same identity: the
+        cluster did not come back empty since), else the start stays where it was."""
+        found = next(iter(self._state.acks.last_acked_origin.values()), None)
+        if found is None:
+            log.info("consumer.start", topic=self._topic, to=spec.name, strategy="subscription_or_earliest")
+            return new
+        source, position, rid = found
+        route = self._client.follower.route
+        if source not in (spec.name, None) or (source is None and len(route.clusters) != 2):
+            return new  # a copy from a third cluster tells nothing about this one
+        try:
+            ledger, entry = (int(part) for part in str(position).split(":"))
+        except ValueError:
+            log.warning("consumer.bad_source_position", topic=self._topic, position=position)
+            return new
+        if entry < 1 or not _holds(client, self._topic, ledger, entry, rid):
+            log.info("consumer.start", topic=self._topic, to=spec.name, strategy="subscription_or_earliest",
+                     unusable_source_position=position)  # fmt: skip
+            return new
+        try:
+            new.seek(pulsar.MessageId(-1, ledger, entry - 1, -1))
+        except pulsar.PulsarException as exc:
+            log.warning("consumer.seek_failed", topic=self._topic, to=spec.name, error=str(exc))
+            return new
+        # The reference broker moves the cursor but dispatches from it only to a consumer that
+        # subscribes again (docs/refcluster.md); with Pulsar, subscribing again does no harm.
+        close_quietly(new)
+        log.info("consumer.start", topic=self._topic, to=spec.name, strategy="replicated_source_position",
+                 ledger=ledger, entry=entry - 1)  # fmt: skip
+        return self._subscribe(client)
+
     @property
     def state(self) -> SubscriptionState:
         return self._state
@@ -343,6 +401,8 @@ class Consumer:
         the shared state first, once)."""
         self._state.load(len(client.get_topic_partitions(self._topic)))  # what other processes stored
         new = self._subscribe(client, initial=pulsar.InitialPosition.Earliest)
+        if self._track_origins:
+            new = self._start_after_copies(client, new, spec)
 
         def commit() -> None:
             with self._lock:
@@ -357,3 +417,26 @@ class Consumer:
                      to=spec.name, unacknowledged=left)  # fmt: skip
 
         return commit
+
+
+def _holds(client: pulsar.Client, topic: str, ledger: int, entry: int, rid: RecordId) -> bool:
+    """Whether ``topic`` stores the message ``rid`` at ``ledger:entry`` (read from the entry
+    before, a batch at most)."""
+    try:
+        reader = client.create_reader(topic, pulsar.MessageId(-1, ledger, entry - 1, -1))
+    except pulsar.PulsarException:
+        return False
+    try:
+        for _ in range(_HOLDS_READ_LIMIT):
+            try:
+                msg = reader.read_next(_HOLDS_WAIT_MS)
+            except pulsar.Timeout:
+                return False
+            mid = msg.message_id()
+            if (mid.ledger_id(), mid.entry_id()) > (ledger, entry):
+                return False
+            if (mid.ledger_id(), mid.entry_id()) == (ledger, entry) and identity_of(msg) == rid:
+                return True
+        return False
+    finally:
+        close_quietly(reader)

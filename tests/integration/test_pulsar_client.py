@@ -18,9 +18,9 @@ import pulsar
 import pytest
 
 from hotstandby.adapters.pulsar import Client
-from hotstandby.adapters.pulsar.adapter import decode_identity
+from hotstandby.adapters.pulsar.adapter import decode_identity, encode_identity
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.identity import HEADER
+from hotstandby.identity import HEADER, RecordId, new_session
 from hotstandby.ledger_store import LedgerStore
 from hotstandby.refcluster import RefCluster
 from tests.integration.pulsar_helpers import acknowledge_until, nothing_more, take
@@ -219,6 +219,57 @@ def test_cumulative_acknowledgements_on_an_exclusive_subscription_across_a_switc
     rest = [m.data().decode() for m in take(consumer, 50)]
     assert rest == [f"a{i}" for i in range(50, 100)], "in order, from the first unacknowledged message"
     assert nothing_more(consumer, within=1.5) == []
+
+
+def test_an_exclusive_subscription_starts_after_the_copies_it_processed(
+    refcluster: RefCluster, client: Client, center: ConfigCenter, topic: str
+) -> None:
+    """60 messages written on pulsar-b reach pulsar-a as copies and are processed there, then
+    20 of pulsar-a's own. After the flip the subscription, new on pulsar-b, starts at the last
+    copy's source position instead of the earliest message: it reads again the entry before
+    it, that copy's and the 20 copies of pulsar-a's messages (filtered), not all 60."""
+    session = new_session()
+    raw = pulsar.Client(refcluster.cluster_spec("pulsar-b").url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        on_b = raw.create_producer(topic, batching_enabled=False)
+        for i in range(60):  # written on pulsar-b by another SDK producer (its identities)
+            on_b.send(f"b{i}".encode(), properties={HEADER: encode_identity(RecordId(session, 0, i))})
+    finally:
+        raw.close()
+    consumer = client.subscribe(topic, "x", initial_position=pulsar.InitialPosition.Earliest)  # Exclusive
+    copies = take(consumer, 60, timeout=90)
+    assert [m.data().decode() for m in copies] == [f"b{i}" for i in range(60)]
+    produce_values(client, topic, [f"a{i}" for i in range(20)])  # closed: nothing re-sent at the flip
+    own = take(consumer, 20)
+    consumer.acknowledge_cumulative(own[-1])
+    before = consumer.filtered
+    center.switch(ROUTE, "pulsar-b", reason="test")
+    wait_for(lambda: client.cluster == "pulsar-b", 30, "the client to move")
+    produce_values(client, topic, [f"c{i}" for i in range(10)])
+    rest = [m.data().decode() for m in take(consumer, 10)] + nothing_more(consumer, within=1.5)
+    assert rest == [f"c{i}" for i in range(10)]
+    again = consumer.filtered - before
+    assert again <= 30, f"read {again} processed messages again: started before the copies' position"
+
+
+def test_a_source_position_is_used_only_where_the_cluster_still_holds_that_message(
+    refcluster: RefCluster, topic: str
+) -> None:
+    """A cluster that came back empty may store other messages at the same position: the start
+    moves there only when the message at that position has the copy's identity."""
+    from hotstandby.adapters.pulsar.consumer import _holds
+
+    session = new_session()
+    raw = pulsar.Client(refcluster.cluster_spec("pulsar-b").url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        producer = raw.create_producer(topic, batching_enabled=False)
+        ids = [producer.send(b"m", properties={HEADER: encode_identity(RecordId(session, 0, i))}) for i in range(5)]
+        third = ids[2]
+        assert _holds(raw, topic, third.ledger_id(), third.entry_id(), RecordId(session, 0, 2))
+        assert not _holds(raw, topic, third.ledger_id(), third.entry_id(), RecordId(session, 0, 3))
+        assert not _holds(raw, topic, third.ledger_id(), third.entry_id() + 10, RecordId(session, 0, 2))
+    finally:
+        raw.close()
 
 
 def _key_shared_across_a_switch(

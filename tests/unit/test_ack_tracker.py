@@ -174,3 +174,44 @@ def test_a_released_record_is_handed_out_again_and_never_acknowledged() -> None:
     t.acknowledge(slot, 4)
     t.collect(now_ms=2)
     assert rid(1) in t.ledgers[("t", 0)] and t.outstanding(slot) == 0
+
+
+def test_the_newest_origin_follows_the_acknowledged_prefix_only() -> None:
+    """Copies carry where they came from; the origin reported is that of the newest copy with
+    every record before it acknowledged (what a start position on the origin may rely on)."""
+    t, slot = AckTracker(), ("t", 0)
+    for position, origin in enumerate(["b:1", None, "b:2", None, "b:3"]):
+        assert t.offer("t", slot, position, rid(position), 100, origin=origin)
+    for position in (0, 1, 2, 4):  # position 3 still handed out
+        t.acknowledge(slot, position)
+    t.collect(now_ms=1)
+    assert t.last_acked_origin == {slot: "b:2"}, "b:3 lies after the unacknowledged record 3"
+    t.acknowledge(slot, 3)
+    t.collect(now_ms=2)
+    # b:3 was acknowledged beyond the gap and not kept: reporting b:2 is the conservative answer.
+    assert t.last_acked_origin == {slot: "b:2"}
+    assert t.offer("t", slot, 5, rid(5), 100, origin="b:4")
+    t.acknowledge(slot, 5)
+    t.collect(now_ms=3)
+    assert t.last_acked_origin == {slot: "b:4"}
+    t.reset()
+    assert t.last_acked_origin == {}
+
+
+def test_a_record_given_back_stops_reporting_an_origin_for_its_slot() -> None:
+    """A negatively acknowledged record comes again later: the prefix no longer proves that
+    everything before a copy was processed."""
+    t, slot = AckTracker(), ("t", 0)
+    assert t.offer("t", slot, 0, rid(0), 100, origin="b:1")
+    t.acknowledge(slot, 0)
+    t.collect(now_ms=1)
+    assert t.last_acked_origin == {slot: "b:1"}
+    assert t.offer("t", slot, 1, rid(1), 100)
+    t.release(slot, 1)
+    assert t.last_acked_origin == {}
+    assert t.offer("t", slot, 2, rid(2), 100, origin="b:2")
+    assert t.offer("t", slot, 3, rid(1), 100)  # the record given back, again
+    for position in (2, 3):
+        t.acknowledge(slot, position)
+    t.collect(now_ms=2)
+    assert t.last_acked_origin == {}

@@ -34,6 +34,7 @@ from urllib.parse import quote
 
 import pulsar
 
+from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM
 from hotstandby.adapters.pulsar.replicator.config import PulsarFlowConfig
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import HotStandbyError
@@ -45,10 +46,9 @@ __all__ = ["BATCH_INDEX", "MARKER", "PARTITION", "REPL_SOURCE_POSITION", "Pulsar
 
 log = get_logger("hotstandby.replicator")
 
-REPL_SOURCE_POSITION = "__MSG_PROP_REPL_SOURCE_POSITION"
 BATCH_INDEX = "hs.repl.batch_index"
 PARTITION = "hs.repl.partition"
-MARKER = "hs.replicated.from"
+MARKER = REPLICATED_FROM
 _PARTITION_SUFFIX = re.compile(r"^(?P<base>.+)-partition-(?P<index>\d+)$")
 _BATCH = 500
 _TIMEOUT_S = 30
