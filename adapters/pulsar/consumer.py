@@ -16,7 +16,9 @@ never handing a message out again once it was acknowledged.
 * In a switch (run by the client) the consumer stops handing out messages, stores its
   ledgers and sends the pending acknowledgements to the old cluster, then subscribes on the
   new one: an existing subscription resumes at its own cursor there, a new one at the
-  earliest message; whatever is read again is filtered. Messages handed out and not
+  earliest message — an Exclusive one of a non-partitioned topic at the source position of
+  the copies from there it processed (``_start_after_copies``); whatever is read again is
+  filtered. Messages handed out and not
   acknowledged at the switch are delivered again there (at least once); one acknowledged
   after the switch counts by its identity, and a cumulative acknowledgement covers what its
   partition handed out before it, on either cluster.
