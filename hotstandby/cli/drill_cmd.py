@@ -37,7 +37,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
         type=int,
         help="records/s offered by the producer (default: spread over ~6 s between flips, at most 2000/s; 0: unpaced)",
     )
-    p.add_argument("--timeout", type=float, default=600.0, help="give up after this many seconds (default 600)")
+    p.add_argument("--timeout", type=float, default=900.0, help="give up after this many seconds (default 900)")
     p.add_argument("--dir", help="reference cluster directory (default ~/.hotstandby/refcluster)")
     p.add_argument("--keep", action="store_true", help="leave a reference cluster the drill started running")
     p.set_defaults(func=drill)
