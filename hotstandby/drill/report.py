@@ -38,6 +38,7 @@ class DrillReport:
     seconds: float
     switches: list[SwitchReport] = field(default_factory=list)
     lost_sample: list[int] = field(default_factory=list)
+    duplicated_sample: list[int] = field(default_factory=list)
     namespace: str = ""
     topic: str = ""
     phase: str = ""  # what this part of a drill exercised (a drill of several parts sums them)
@@ -54,6 +55,7 @@ class DrillReport:
             seconds=round(sum(p.seconds for p in parts), 1),
             switches=[s for p in parts for s in p.switches],
             lost_sample=[seq for p in parts for seq in p.lost_sample][:20],
+            duplicated_sample=[seq for p in parts for seq in p.duplicated_sample][:20],
             namespace=first.namespace,
             topic=first.topic,
             phases=list(parts),
@@ -82,7 +84,8 @@ class DrillReport:
             f"{verdict}  {what}: {self.produced} produced, {self.consumed} consumed by "
             f"{self.consumers} consumer(s) in {self.seconds:.1f} s",
             f"  lost           {self.lost}" + (f"  (e.g. {self.lost_sample[:10]})" if self.lost else ""),
-            f"  duplicated     {self.duplicated}",
+            f"  duplicated     {self.duplicated}"
+            + (f"  (e.g. {self.duplicated_sample[:10]})" if self.duplicated else ""),
             f"  filtered       {self.filtered}  (already consumed, removed by the ack ledger)",
             f"  re-sent        {self.resent}  (by producers on a switch, same identity)",
             f"  not re-sent    {self.replicated}  (acknowledged, and copied by replication already)",

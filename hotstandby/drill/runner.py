@@ -239,6 +239,7 @@ def run_drill(
         seconds=round(time.monotonic() - started, 1),
         switches=[SwitchReport(m.source, m.to, m.latency_ms, m.killed) for m in tally.switches],
         lost_sample=lost[:20],
+        duplicated_sample=list(tally.duplicated_sample),
         namespace=namespace,
         topic=workload.topic,
         phase=workload.phase,

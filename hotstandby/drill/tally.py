@@ -13,7 +13,13 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from hotstandby.logs import get_logger
+
 __all__ = ["SwitchMark", "Tally"]
+
+log = get_logger("hotstandby.drill")
+
+_SAMPLE = 20
 
 
 @dataclass
@@ -40,6 +46,7 @@ class Tally:
         self._outstanding: set[int] = set()  # received, not yet acknowledged
         self.deliveries = 0
         self.duplicated = 0
+        self.duplicated_sample: list[int] = []  # the first duplicates, to look for in the logs
         self.redelivered = 0
         self.switches: list[SwitchMark] = []
 
@@ -56,6 +63,11 @@ class Tally:
             self.deliveries += 1
             if seq in self.consumed:
                 self.duplicated += 1
+                if len(self.duplicated_sample) < _SAMPLE:
+                    self.duplicated_sample.append(seq)
+                    since = self.switches[-1].at if self.switches else None
+                    log.warning("drill.duplicate", seq=seq, cluster=cluster,
+                                since_flip_ms=None if since is None else round((now - since) * 1000))  # fmt: skip
             elif seq in self._outstanding:
                 self.redelivered += 1
             else:

@@ -28,6 +28,7 @@ def test_delivery_after_acknowledgement_is_a_duplicate_before_it_is_a_redelivery
     t.acknowledged([7])
     t.received(7, "b")  # acknowledged already: a duplicate
     assert (t.redelivered, t.duplicated, t.deliveries) == (1, 1, 3)
+    assert t.duplicated_sample == [7]
 
 
 def test_switch_latency_is_first_record_on_the_new_cluster_after_the_flip() -> None:
