@@ -185,12 +185,16 @@ class Consumer:
         key: MessageKey = rid if rid is not None else _stored_at(msg)
         handed = self._handed.get(key)
         if handed is not None:
-            redeliveries = msg.redelivery_count()
-            if redeliveries <= handed.redeliveries:
-                acks.filtered += 1  # dispatched twice by the broker (or a copy): handed out already
+            # Handed out already and not acknowledged: dispatched twice by the broker, or another
+            # stored copy of it (a replicated copy and its re-sent twin, one of them negatively
+            # acknowledged and now redelivered) — the one handed out stands for both. Only the
+            # same stored message redelivered (ack timeout) is handed out again.
+            if msg.redelivery_count() <= handed.redeliveries or (
+                rid is not None and _stored_at(msg) != _stored_at(handed.message)
+            ):
+                acks.filtered += 1
                 self._state.after_store(self._inner, msg)  # the broker may drop this one
                 return None
-            # Redelivered (ack timeout): hand it out again.
             acks.release(handed.slot, handed.position)
             del self._handed[key]
         slot = (str(msg.topic_name()), 0)

@@ -1,0 +1,103 @@
+"""What the Pulsar consumer hands out when copies of one message meet (no broker: messages are
+stand-ins with pulsar.Message's accessors)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pulsar
+import pytest
+
+from hotstandby.adapters.pulsar.adapter import encode_identity
+from hotstandby.adapters.pulsar.consumer import Consumer
+from hotstandby.adapters.pulsar.subscription import SubscriptionState
+from hotstandby.configcenter import ConfigCenter, MemoryStore
+from hotstandby.identity import HEADER, RecordId
+
+TOPIC = "persistent://public/default/t"
+
+
+class _Id:
+    def __init__(self, ledger: int, entry: int) -> None:
+        self._at = (ledger, entry)
+
+    def ledger_id(self) -> int:
+        return self._at[0]
+
+    def entry_id(self) -> int:
+        return self._at[1]
+
+    def batch_index(self) -> int:
+        return -1
+
+    def partition(self) -> int:
+        return -1
+
+
+class _Message(pulsar.Message):
+    """A message stored at ``ledger:entry`` with identity ``rid``, delivered ``redeliveries`` times before."""
+
+    def __init__(self, rid: RecordId, ledger: int, entry: int, redeliveries: int = 0) -> None:
+        self._props = {HEADER: encode_identity(rid)}
+        self._id = _Id(ledger, entry)
+        self._redeliveries = redeliveries
+
+    def properties(self) -> dict[str, str]:
+        return self._props
+
+    def topic_name(self) -> str:
+        return TOPIC
+
+    def message_id(self) -> Any:
+        return self._id
+
+    def redelivery_count(self) -> int:
+        return self._redeliveries
+
+    def publish_timestamp(self) -> int:
+        return 1
+
+
+class _Broker:
+    """Stands in for pulsar.Consumer: takes acknowledgements."""
+
+    def acknowledge(self, message: object) -> None:
+        pass
+
+    def negative_acknowledge(self, message: object) -> None:
+        pass
+
+
+@pytest.fixture
+def consumer() -> Iterator[Consumer]:
+    state = SubscriptionState(ConfigCenter(MemoryStore(), "/t"), TOPIC, "s", "me")
+    made = Consumer.__new__(Consumer)  # the receiving logic alone, without a client
+    made._state, made._lock, made._topic = state, state.lock, TOPIC
+    made._handed, made._left, made._inner, made._track_origins = {}, [], _Broker(), False
+    made._switching, made._closed, made._switched = False, False, threading.Condition(state.lock)
+    yield made
+    state.close()
+
+
+def test_a_redelivered_copy_is_not_handed_out_while_its_twin_is(consumer: Consumer) -> None:
+    """After a switch a message is stored twice on the new cluster (replicated copy, re-sent
+    twin). The copy is handed out and negatively acknowledged; the twin is handed out; then the
+    copy comes again: the twin, still being processed, stands for it."""
+    rid = RecordId(bytes(16), 0, 7)
+    copy, twin = _Message(rid, 1, 1), _Message(rid, 2, 5)
+    assert consumer._accept(copy) is copy
+    consumer.negative_acknowledge(copy)
+    assert consumer._accept(twin) is twin
+    assert consumer._accept(_Message(rid, 1, 1, redeliveries=1)) is None, "handed out twice"
+    assert consumer.filtered == 1
+
+
+def test_the_same_message_redelivered_after_an_ack_timeout_is_handed_out_again(consumer: Consumer) -> None:
+    rid = RecordId(bytes(16), 0, 8)
+    first = _Message(rid, 3, 4)
+    assert consumer._accept(first) is first
+    assert consumer._accept(_Message(rid, 3, 4)) is None, "dispatched twice: handed out already"
+    again = _Message(rid, 3, 4, redeliveries=1)
+    assert consumer._accept(again) is again
