@@ -16,6 +16,7 @@ flips, the client moves all of them in one switch:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -222,10 +223,15 @@ class Client(RouteClient):
             close_quietly(new)
             raise
         set_state(SwitchState.SWITCHING)
-        with self._lock:
+        states = list({id(c.state): c.state for c in consumers}.values())
+        with self._lock, contextlib.ExitStack() as held:
+            # No acknowledgement between a reset and the consumers' commit: it would reach
+            # neither the old cluster's bookkeeping (reset) nor the identities left behind.
+            for state in states:
+                held.enter_context(state.lock)
             old = self._inner
             self._inner, self._spec = new, spec
-            for state in {id(c.state): c.state for c in consumers}.values():
+            for state in states:
                 state.reset()  # what was handed out belongs to the old cluster
             for commit in prepared:
                 commit()
