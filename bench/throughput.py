@@ -20,7 +20,11 @@ that the noise of this shared machine hits both; round 0 warms up and is not cou
 Pulsar: the same with pulsar-client's Producer and hotstandby's (route ``payments`` on
 pulsar-a; batching on, queue blocking, for both), and consumers of a new Exclusive
 subscription per round that acknowledge every message (the SDK stores its ledger every 100 ms
-and then acknowledges on the broker); the SDK's topics are read one after the other.
+and then acknowledges on the broker); the SDK's topics are read one after the other. A third
+client, *floor*, is the raw client doing the least any identity-keeping wrapper must: send
+each message with an ``hs-id`` property; read each message's properties and identity and
+look it up in a set. ``produce_floor_ratio`` and ``consume_floor_ratio`` (floor / raw) bound
+what the SDK's ratios can reach with this client library in Python.
 
 Ratios are the median over rounds of SDK / raw within the round (the broker slows down as it
 holds more data, so figures drift over a run); the rates printed are per-kind medians.
@@ -38,6 +42,7 @@ import time
 import uuid
 from typing import Any
 
+from hotstandby.identity import HEADER, IdentityText, RecordId, new_session
 from hotstandby.logs import configure
 from hotstandby.refcluster import Ports, RefCluster
 
@@ -137,17 +142,21 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
 def _summary(
     system: str, rates: dict[str, list[float]], records: int, written: int, size: int, rounds: int
 ) -> dict[str, Any]:
-    for kind in ("raw", "sdk"):
+    kinds = [kind for kind in ("raw", "sdk", "floor") if rates.get(f"{kind}_produce")]
+    for kind in kinds:
         print(f"{kind}: produce {', '.join(f'{x:,.0f}' for x in rates[f'{kind}_produce'])}/s; "
               f"consume {', '.join(f'{x:,.0f}' for x in rates[f'{kind}_consume'])}/s (round 0 first)",
               file=sys.stderr)  # fmt: skip
     med = {k: statistics.median(v[1:]) for k, v in rates.items()}  # round 0 was the warm-up
 
-    def paired(what: str) -> float:
+    def paired(what: str, kind: str = "sdk") -> float:
         # The reference broker slows down as it holds more data, so rates drift over a run:
         # compare each SDK figure with the raw one of the same round, then take the median.
-        return statistics.median(s / r for s, r in zip(rates[f"sdk_{what}"][1:], rates[f"raw_{what}"][1:], strict=True))
+        return statistics.median(
+            s / r for s, r in zip(rates[f"{kind}_{what}"][1:], rates[f"raw_{what}"][1:], strict=True)
+        )
 
+    floor = {f"{what}_floor_ratio": round(paired(what, "floor"), 3) for what in ("produce", "consume")}
     return {
         "system": system,
         "records": records,
@@ -156,6 +165,7 @@ def _summary(
         "rounds": rounds,
         "produce_ratio": round(paired("produce"), 3),
         "consume_ratio": round(paired("consume"), 3),
+        **(floor if "floor" in kinds else {}),
         **{f"{k}_per_s": round(v, 1) for k, v in med.items()},
     }
 
@@ -177,7 +187,7 @@ def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, A
     def topic() -> str:
         return f"persistent://public/default/bench-{uuid.uuid4().hex[:8]}"
 
-    def produce(producer: Any) -> float:
+    def produce(producer: Any, identities: IdentityText | None = None) -> float:
         done = threading.Event()
         acked = [0]
 
@@ -187,8 +197,12 @@ def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, A
                 done.set()
 
         started = time.perf_counter()
-        for i in range(records):
-            producer.send_async(payload, callback, partition_key=str(i))
+        if identities is None:
+            for i in range(records):
+                producer.send_async(payload, callback, partition_key=str(i))
+        else:  # the floor: what the SDK adds at the least, an identity per message
+            for i in range(records):
+                producer.send_async(payload, callback, {HEADER: identities.text(0, i)}, partition_key=str(i))
         producer.flush()
         if not done.wait(120):
             raise RuntimeError(f"{acked[0]} of {records} acknowledged within 120 s")
@@ -196,11 +210,12 @@ def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, A
         producer.close()
         return rate
 
-    def consume(client: Any, names: list[str], subscription: str) -> float:
+    def consume(client: Any, names: list[str], subscription: str, *, floor: bool = False) -> float:
         busy = 0.0
         for name in names:
             consumer = client.subscribe(name, subscription, initial_position=pulsar.InitialPosition.Earliest)
             first, count = None, 0
+            seen: set[RecordId] = set()
             deadline = time.monotonic() + 120
             while count < records:
                 if time.monotonic() > deadline:
@@ -210,6 +225,11 @@ def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, A
                 except pulsar.Timeout:
                     continue
                 first = first or time.perf_counter()
+                if floor:  # the least a filter does: read the identity, look it up
+                    rid = RecordId.decode(bytes.fromhex(msg.properties()[HEADER]))
+                    if rid in seen:
+                        continue
+                    seen.add(rid)
                 consumer.acknowledge(msg)
                 count += 1
             assert first is not None
@@ -217,20 +237,24 @@ def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, A
             consumer.close()
         return (records * len(names) - len(names)) / max(busy, 1e-9)
 
-    rates: dict[str, list[float]] = {"raw_produce": [], "sdk_produce": [], "raw_consume": [], "sdk_consume": []}
+    kinds = ("raw", "sdk", "floor")
+    rates: dict[str, list[float]] = {f"{kind}_{what}": [] for kind in kinds for what in ("produce", "consume")}
     sdk_topics: list[str] = []
+    identities = IdentityText(new_session())
     try:
         for r in range(rounds + 1):  # round 0 warms up
-            for kind in ("raw", "sdk") if r % 2 == 0 else ("sdk", "raw"):
-                if kind == "raw":
-                    rates["raw_produce"].append(produce(raw_client.create_producer(topic(), **producer_kwargs)))
-                else:
+            for kind in kinds[r % 3 :] + kinds[: r % 3]:  # each goes first in turn
+                if kind == "sdk":
                     sdk_topics.append(topic())
                     rates["sdk_produce"].append(produce(sdk_client.create_producer(sdk_topics[-1], **producer_kwargs)))
+                else:
+                    made = raw_client.create_producer(topic(), **producer_kwargs)
+                    rates[f"{kind}_produce"].append(produce(made, identities if kind == "floor" else None))
         for r in range(rounds + 1):
-            for kind in ("raw", "sdk") if r % 2 == 0 else ("sdk", "raw"):
-                client = raw_client if kind == "raw" else sdk_client
-                rates[f"{kind}_consume"].append(consume(client, sdk_topics, f"s-{kind}-{r}"))
+            for kind in kinds[r % 3 :] + kinds[: r % 3]:
+                client = sdk_client if kind == "sdk" else raw_client
+                rate = consume(client, sdk_topics, f"s-{kind}-{r}", floor=kind == "floor")
+                rates[f"{kind}_consume"].append(rate)
     finally:
         sdk_client.close()
         raw_client.close()
@@ -255,6 +279,9 @@ def main() -> int:
               f"-> ratio {result['produce_ratio']}")  # fmt: skip
         print(f"consume: SDK {result['sdk_consume_per_s']:,.0f}/s vs raw {result['raw_consume_per_s']:,.0f}/s "
               f"-> ratio {result['consume_ratio']}")  # fmt: skip
+        if "consume_floor_ratio" in result:
+            print(f"floor (raw client + identities): produce {result['produce_floor_ratio']}, "
+                  f"consume {result['consume_floor_ratio']}")  # fmt: skip
     return 0
 
 

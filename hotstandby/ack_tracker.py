@@ -52,7 +52,7 @@ class AckTracker:
     def __init__(self) -> None:
         self.ledgers: dict[LedgerKey, PartitionLedger] = {}
         self._slots: dict[Slot, _Delivered] = {}
-        self._in_flight: set[tuple[str, RecordId]] = set()
+        self._in_flight: dict[str, set[RecordId]] = {}  # per logical topic
         self._through: dict[Slot, int] = {}  # acknowledged up to (excluded), not yet collected
         # Per slot, the timestamp of the last record of the acknowledged prefix.
         self.last_acked_ts: dict[Slot, int] = {}
@@ -77,14 +77,24 @@ class AckTracker:
         if origin is not None and not delivered.given_back:
             delivered.origins[position] = origin
         if rid is not None:
+            flying = self._in_flight.get(logical)
+            if flying is None:
+                flying = self._in_flight[logical] = set()
             ledger = self.ledgers.get((logical, rid.partition))
-            if (ledger is not None and ledger.has(rid)) or (logical, rid) in self._in_flight:
+            if (ledger is not None and ledger.has(rid)) or rid in flying:
                 self.filtered += 1
                 delivered.entries.append((position, None, timestamp_ms))
                 return False
-            self._in_flight.add((logical, rid))
+            flying.add(rid)
         delivered.entries.append((position, rid, timestamp_ms))
         return True
+
+    def _flying(self, logical: str) -> set[RecordId]:
+        """The records of ``logical`` in flight."""
+        found = self._in_flight.get(logical)
+        if found is None:
+            found = self._in_flight[logical] = set()
+        return found
 
     def merge(self, key: LedgerKey, ledger: PartitionLedger) -> None:
         """Acknowledgements stored elsewhere (another member, an earlier run) join the filter."""
@@ -119,7 +129,7 @@ class AckTracker:
         if i < len(entries) and entries[i][0] == position:
             rid = entries[i][1]
             if rid is not None:
-                self._in_flight.discard((delivered.logical, rid))
+                self._flying(delivered.logical).discard(rid)
             delivered.released.add(position)
             delivered.given_back = True
             delivered.origins.clear()
@@ -141,13 +151,13 @@ class AckTracker:
     def collect(self, now_ms: int) -> set[LedgerKey]:
         """Move the identities of acknowledged records into the ledgers; the ledgers changed."""
         touched: set[LedgerKey] = set()
-        in_flight = self._in_flight
         for slot, delivered in self._slots.items():
             through = self._through.get(slot, -1)
             acked, released = delivered.acked, delivered.released
             if not delivered.entries or (delivered.entries[0][0] >= through and not acked and not released):
                 continue
             logical = delivered.logical
+            in_flight = self._flying(logical)
             kept: deque[tuple[int, RecordId | None, int]] | None = deque() if acked or released else None
             newest_ts = None
             newest_origin = None
@@ -175,7 +185,7 @@ class AckTracker:
                 if not gap:
                     newest_ts = ts
                 if rid is not None:
-                    in_flight.discard((logical, rid))
+                    in_flight.discard(rid)
                     key = (logical, rid.partition)
                     self.ledger(key).ack(rid, now_ms)
                     touched.add(key)
@@ -189,6 +199,14 @@ class AckTracker:
         return touched
 
     # -- bookkeeping ----------------------------------------------------------------------
+
+    def settled_through(self, slot: Slot, position: int) -> bool:
+        """Whether every record ``slot`` delivered up to ``position`` is settled: acknowledged
+        and collected, or filtered — and none was given back (it would come again later)."""
+        delivered = self._slots.get(slot)
+        if delivered is None or delivered.given_back:
+            return False
+        return not delivered.entries or delivered.entries[0][0] > position
 
     def outstanding(self, slot: Slot) -> int:
         """Records of ``slot`` handed out or filtered and not yet collected."""
@@ -207,9 +225,10 @@ class AckTracker:
             self._through.pop(slot, None)
             if delivered is None:
                 continue
+            in_flight = self._flying(delivered.logical)
             for _, rid, _ in delivered.entries:
                 if rid is not None:
-                    self._in_flight.discard((delivered.logical, rid))
+                    in_flight.discard(rid)
 
     def acknowledge_left_behind(
         self, slot: Slot, position: int, rid: RecordId | None, timestamp_ms: int, now_ms: int

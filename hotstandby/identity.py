@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from hotstandby.errors import FormatError
 
-__all__ = ["HEADER", "VERSION", "RecordId", "new_session", "read_uvarint", "write_uvarint"]
+__all__ = ["HEADER", "VERSION", "IdentityText", "RecordId", "new_session", "read_uvarint", "write_uvarint"]
 
 HEADER = "hs-id"
 VERSION = 1
@@ -126,3 +126,28 @@ class RecordId(NamedTuple):
             if isinstance(exc, FormatError):
                 raise
             raise FormatError(f"hs-id: not hex: {text[:40]!r}") from None
+
+
+_HEX_BYTE = [f"{b:02x}" for b in range(256)]
+
+
+class IdentityText:
+    """The text form (:meth:`RecordId.text`) of one session's identities, made the way a
+    producer needs them: one per record sent, so the session's part is formatted once."""
+
+    def __init__(self, session: bytes) -> None:
+        if len(session) != _SESSION_BYTES:
+            raise FormatError(f"session must be {_SESSION_BYTES} bytes, got {len(session)}")
+        self._prefix = bytes((VERSION,)).hex() + session.hex()
+        self._prefixes = [self._prefix + _HEX_BYTE[p] for p in range(0x80)]  # with the partition
+
+    def text(self, partition: int, sequence: int) -> str:
+        if 0 <= partition < 0x80 and 0 <= sequence < 0x200000:  # what producers send (unrolled)
+            hexed = _HEX_BYTE
+            if sequence < 0x80:
+                return self._prefixes[partition] + hexed[sequence]
+            if sequence < 0x4000:
+                return self._prefixes[partition] + hexed[(sequence & 0x7F) | 0x80] + hexed[sequence >> 7]
+            return (self._prefixes[partition] + hexed[(sequence & 0x7F) | 0x80]
+                    + hexed[((sequence >> 7) & 0x7F) | 0x80] + hexed[sequence >> 14])  # fmt: skip
+        return self._prefix + write_uvarint(partition).hex() + write_uvarint(sequence).hex()

@@ -31,12 +31,13 @@ class ReplayWindow(Generic[R]):
     def add(self, record: R, size: int) -> None:
         """``record`` was acknowledged now; older records beyond the bounds leave the window."""
         now = self._clock()
-        self._entries.append((now, size, record))
-        self.bytes += size
-        horizon = now - self._max_age_s
         entries = self._entries
-        while entries and (entries[0][0] < horizon or self.bytes > self._max_bytes):
-            self.bytes -= entries.popleft()[1]
+        entries.append((now, size, record))
+        self.bytes += size
+        if entries[0][0] < now - self._max_age_s or self.bytes > self._max_bytes:
+            horizon = now - self._max_age_s
+            while entries and (entries[0][0] < horizon or self.bytes > self._max_bytes):
+                self.bytes -= entries.popleft()[1]
 
     def keep(self, wanted: Callable[[R], bool]) -> int:
         """Keep only the records ``wanted`` accepts; returns how many left the window."""

@@ -19,15 +19,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pulsar
 
-from hotstandby.adapters.pulsar.adapter import decode_identity, encode_identity
+from hotstandby.adapters.pulsar.adapter import decode_identity
 from hotstandby.documents import ClusterSpec
 from hotstandby.errors import ConfigError
-from hotstandby.identity import HEADER, RecordId, new_session
+from hotstandby.identity import HEADER, IdentityText, new_session
 from hotstandby.logs import get_logger
 from hotstandby.partitioner import DEFAULT_KEYED, Partitioner
 from hotstandby.probe import probe_cluster
@@ -41,29 +41,46 @@ __all__ = ["Producer"]
 log = get_logger("hotstandby.pulsar.producer")
 
 SendCallback = Callable[[pulsar.Result, Any], None]
-_SEND_OPTIONS = ("partition_key", "ordering_key", "sequence_id", "replication_clusters", "disable_replication",
-                 "event_timestamp", "deliver_at", "deliver_after")  # fmt: skip
+_SEND_OPTIONS = frozenset(("partition_key", "ordering_key", "sequence_id", "replication_clusters",
+                           "disable_replication", "event_timestamp", "deliver_at", "deliver_after"))  # fmt: skip
+# pulsar.Result is a pybind11 enum: == costs ~1 µs, .value a third of it (once per message).
+_OK = pulsar.Result.Ok.value
 _NO_LIMIT_S = 300.0  # how long send() and flush() wait when send_timeout_millis is 0 (no limit)
 
 
-@dataclass(eq=False)
+# What the replay window keeps of a message: (content, properties, options, key). A plain
+# tuple of text, bytes and ints, which the garbage collector stops tracking — the window holds
+# up to a minute of messages, and tracked objects there made every collection walk them all.
+_Kept = tuple[bytes, dict[str, str], dict[str, Any], tuple[int, int]]
+
+
 class _Message:
-    content: bytes
-    properties: dict[str, str]
-    options: dict[str, Any]  # the send_async keywords given, passed again when re-sent
-    rid: RecordId
-    callback: SendCallback | None
-    reported: bool = False
+    """A message sent and not yet acknowledged."""
+
+    __slots__ = ("callback", "content", "key", "options", "properties", "reported")
+
+    def __init__(
+        self,
+        content: bytes,
+        properties: dict[str, str],
+        options: dict[str, Any],
+        key: tuple[int, int],
+        callback: SendCallback | None,
+    ) -> None:
+        self.content, self.properties, self.key, self.callback = content, properties, key, callback
+        self.options = options  # the send_async keywords given, passed again when re-sent
+        self.reported = False
+
+    @classmethod
+    def again(cls, kept: _Kept) -> _Message:
+        """A message of the replay window, to be sent again (its callback has fired)."""
+        message = cls(*kept, None)
+        message.reported = True
+        return message
 
     @property
-    def size(self) -> int:
-        return len(self.content)
-
-
-def _route_by_identity(msg: pulsar.Message, partitions: int) -> int:
-    """The SDK chose the partition; it travels in the identity."""
-    partition: int = decode_identity(msg.properties()[HEADER]).partition % partitions
-    return partition
+    def partition(self) -> int:
+        return self.key[0]
 
 
 class Producer:
@@ -82,24 +99,36 @@ class Producer:
         # not hold up acknowledgements.
         self._lock = threading.RLock()
         self._send_lock = threading.Lock()
-        self._delivered_cv = threading.Condition(self._lock)
+        self._delivered_cv = threading.Condition(self._lock)  # notified when nothing is pending
         self._session = new_session()
+        self._identity = IdentityText(self._session)
         self._sequences: dict[int, int] = {}
         self._pending: dict[tuple[int, int], _Message] = {}
-        self._window: ReplayWindow[_Message] = ReplayWindow(options.replay_window_ms, options.replay_window_bytes)
+        self._window: ReplayWindow[_Kept] = ReplayWindow(options.replay_window_ms, options.replay_window_bytes)
         self._partitioner = Partitioner(options.partitioner or DEFAULT_KEYED["pulsar"])
         timeout_ms = int(self._kwargs.get("send_timeout_millis", 30_000))
         self._wait_s = timeout_ms / 1000 + options.drain_timeout_ms / 1000 + 5 if timeout_ms > 0 else _NO_LIMIT_S
         self._generation = 0
         self._closed = False
         self.resent = 0
-        self._partitions = len(client.inner.get_topic_partitions(topic))
-        self._partitioned = client.inner.get_topic_partitions(topic) != [topic]
+        partitions = client.inner.get_topic_partitions(topic)
+        self._partitions = len(partitions)
+        self._partitioned = partitions != [topic]
+        # The partition of the message being sent, for the message router, which pulsar-client
+        # calls in the sending thread (under _send_lock): (thread, partition).
+        self._routing: tuple[int, int] = (0, 0)
         self._inner = self._create(client.inner)
 
     def _create(self, client: pulsar.Client) -> pulsar.Producer:
-        router = _route_by_identity if self._partitioned else None
+        router = self._route if self._partitioned else None
         return client.create_producer(self._topic, **self._kwargs, message_router=router)
+
+    def _route(self, msg: pulsar.Message, partitions: int) -> int:
+        """The SDK chose the partition (and wrote it into the identity)."""
+        thread, partition = self._routing
+        if thread != threading.get_ident():  # not called from the sending thread after all
+            partition = decode_identity(msg.properties()[HEADER]).partition
+        return partition % partitions
 
     # -- the pulsar.Producer surface --------------------------------------------------------
 
@@ -119,29 +148,37 @@ class Producer:
         self, content: bytes, callback: SendCallback | None, properties: dict[str, str] | None = None, **options: Any
     ) -> None:
         """As :meth:`pulsar.Producer.send_async`; ``callback(result, message_id)`` fires once."""
-        unknown = sorted(set(options) - set(_SEND_OPTIONS))
-        if unknown:
-            raise TypeError(f"send_async() got unexpected keyword arguments {unknown}")
-        props = dict(properties or {})
+        # Once per message, like the rest: each step here is kept cheap on purpose.
+        if options:
+            if not _SEND_OPTIONS.issuperset(options):
+                unknown = sorted(options.keys() - _SEND_OPTIONS)
+                raise TypeError(f"send_async() got unexpected keyword arguments {unknown}")
+            if None in options.values():
+                options = {k: v for k, v in options.items() if v is not None}
+        props = dict(properties) if properties else {}
         if HEADER in props:
             raise ValueError(f"the {HEADER!r} property is set by hotstandby; do not set it yourself")
-        key = options.get("partition_key")
+        if type(content) is not bytes:
+            content = bytes(content)
+        # _send_lock alone: it orders the sends, and the state an acknowledgement changes
+        # (_pending) takes one dict operation at a time; a switch holds both locks.
         with self._send_lock:
-            with self._lock:
-                if self._closed:
-                    raise pulsar.AlreadyClosed("Producer has been closed")
+            if self._closed:
+                raise pulsar.AlreadyClosed("Producer has been closed")
+            if self._partitions == 1:
+                partition = 0
+            else:
+                key = options.get("partition_key")
                 partition = self._partitioner.partition(
                     self._topic, key.encode() if isinstance(key, str) else key, self._partitions
                 )
-                seq = self._sequences.get(partition, 0)
-                self._sequences[partition] = seq + 1
-                rid = RecordId(self._session, partition, seq)
-                props[HEADER] = encode_identity(rid)
-                given = {k: v for k, v in options.items() if v is not None}
-                message = _Message(bytes(content), props, given, rid, callback)
-                self._pending[(partition, seq)] = message
-                inner, generation = self._inner, self._generation
-            self._send(inner, generation, message)
+            seq = self._sequences.get(partition, 0)
+            self._sequences[partition] = seq + 1
+            props[HEADER] = self._identity.text(partition, seq)
+            message = self._pending[(partition, seq)] = _Message(content, props, options, (partition, seq), callback)
+            if self._partitioned:
+                self._routing = (threading.get_ident(), partition)
+            self._inner.send_async(content, partial(self._acknowledged, message, self._generation), props, **options)
 
     def send(self, content: bytes, properties: dict[str, str] | None = None, **options: Any) -> Any:
         """As :meth:`pulsar.Producer.send`: the message id, or the failure raised."""
@@ -184,7 +221,7 @@ class Producer:
         try:
             self.flush()
         finally:
-            with self._lock:
+            with self._send_lock, self._lock:
                 self._closed = True
                 inner = self._inner
             self._client.retire(self, inner)
@@ -195,9 +232,12 @@ class Producer:
     # -- sending ----------------------------------------------------------------------------
 
     def _send(self, inner: pulsar.Producer, generation: int, message: _Message) -> None:
+        """Hand ``message`` to ``inner`` (``_send_lock`` held; send_async does the same inline)."""
+        if self._partitioned:
+            self._routing = (threading.get_ident(), message.partition)
         inner.send_async(
             message.content,
-            lambda result, message_id: self._acknowledged(message, generation, result, message_id),
+            partial(self._acknowledged, message, generation),
             properties=message.properties,
             **message.options,
         )
@@ -207,15 +247,17 @@ class Producer:
         with self._lock:
             if generation != self._generation:
                 return  # a connection given up in a switch: the message was sent again
-            self._pending.pop((message.rid.partition, message.rid.sequence), None)
-            if result == pulsar.Result.Ok:
-                self._window.add(message, message.size)
+            self._pending.pop(message.key, None)
+            if result.value == _OK:
+                kept = (message.content, message.properties, message.options, message.key)
+                self._window.add(kept, len(message.content))
             else:
                 log.warning("producer.send_failed", topic=self._topic, result=str(result))
             if not message.reported:
                 message.reported = True
                 callback = message.callback
-            self._delivered_cv.notify_all()
+            if not self._pending:
+                self._delivered_cv.notify_all()  # flush() waits for that
         if callback is not None:
             callback(result, message_id)
 
@@ -245,7 +287,7 @@ class Producer:
                 with self._lock:
                     self._generation += 1
                     self._inner = new
-                    replay = {(m.rid.partition, m.rid.sequence): m for m in self._window}
+                    replay = {kept[3]: _Message.again(kept) for kept in self._window}
                     replay.update(self._pending)
                     self._window.keep(lambda _: False)  # re-sent: they come back when acknowledged
                     self._pending.update(replay)

@@ -16,7 +16,7 @@ import time
 
 import pulsar
 
-from hotstandby.ack_tracker import AckTracker
+from hotstandby.ack_tracker import AckTracker, Slot
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.ledger import PartitionLedger
 from hotstandby.ledger_follower import LedgerFollower
@@ -28,6 +28,12 @@ __all__ = ["SubscriptionState"]
 log = get_logger("hotstandby.pulsar.consumer")
 
 _FLUSH_S = 0.1  # how long acknowledgements wait to be stored together (pulsar groups acks for 100 ms too)
+
+
+# (consumer, message, cumulative, slot, position, epoch): see after_store. A plain tuple: one
+# is made per message.
+_BrokerAck = tuple[pulsar.Consumer, "pulsar.Message | pulsar.MessageId", bool, "Slot | None", int, int]
+_Send = tuple[pulsar.Consumer, "pulsar.Message | pulsar.MessageId", bool]  # (consumer, message, cumulative)
 
 
 def now_ms() -> int:
@@ -44,10 +50,12 @@ class SubscriptionState:
         self._owner = owner
         self.lock = threading.RLock()
         self.acks = AckTracker()
-        self._positions: dict[tuple[str, int], int] = {}
+        # Per slot, the position the next message received gets (the tracker's order); the
+        # consumers number their messages under the lock.
+        self.positions: dict[Slot, int] = {}
+        self._epoch = 0  # switches so far: a position names a message only within one
         self._dirty: set[tuple[str, int]] = set()  # ledgers changed since the last store
-        # (consumer, message, cumulative): sent once the ledgers are stored
-        self._broker_acks: list[tuple[pulsar.Consumer, pulsar.Message | pulsar.MessageId, bool]] = []
+        self._broker_acks: list[_BrokerAck] = []  # sent once the ledgers are stored
         self._store = LedgerStore(center)
         self.users = 0
         self._follower = LedgerFollower(center, subscription, self._merge_stored, name=f"ledgers-{subscription}")
@@ -56,18 +64,13 @@ class SubscriptionState:
         self._flusher = threading.Thread(target=self._flush_loop, daemon=True, name=f"hotstandby-acks-{subscription}")
         self._flusher.start()
 
-    def next_position(self, slot: tuple[str, int]) -> int:
-        """Positions number the messages received from a slot (the tracker's order)."""
-        position = self._positions.get(slot, 0)
-        self._positions[slot] = position + 1
-        return position
-
     def reset(self) -> None:
         """A switch: positions and what was handed out belong to the old cluster."""
         with self.lock:
             self.changed()  # acknowledged since the last store (while switching): into the ledgers first
-            self._positions.clear()
+            self.positions.clear()
             self.acks.reset()
+            self._epoch += 1
 
     def changed(self) -> None:
         """Acknowledgements were recorded in :attr:`acks`: collect them for the next store."""
@@ -78,11 +81,18 @@ class SubscriptionState:
             self._dirty.add(key)
 
     def after_store(
-        self, consumer: pulsar.Consumer, message: pulsar.Message | pulsar.MessageId, *, cumulative: bool = False
+        self,
+        consumer: pulsar.Consumer,
+        message: pulsar.Message | pulsar.MessageId,
+        *,
+        cumulative: bool = False,
+        slot: Slot | None = None,
+        position: int = -1,
     ) -> None:
         """Acknowledge ``message`` on the broker (with ``consumer``) once the ledgers recorded so
-        far are stored."""
-        self._broker_acks.append((consumer, message, cumulative))
+        far are stored. ``slot`` and ``position`` (a consumer that reads its partitions alone:
+        Exclusive, Failover) allow the acknowledgement to be folded into a cumulative one."""
+        self._broker_acks.append((consumer, message, cumulative, slot, position, self._epoch))
 
     def load(self, partitions: int) -> None:
         """Merge the stored ledgers of every partition (what other consumers stored)."""
@@ -110,6 +120,7 @@ class SubscriptionState:
             self.changed()
             dirty, self._dirty = self._dirty, set()
             pending, self._broker_acks = self._broker_acks, []
+            sends = self._folded(pending)
             ledgers = {key: self.acks.ledger(key).copy() for key in dirty}
         try:
             for (topic, partition), ledger in sorted(ledgers.items()):
@@ -119,7 +130,7 @@ class SubscriptionState:
                 self._dirty |= dirty
                 self._broker_acks[:0] = pending
             raise
-        for consumer, message, cumulative in pending:
+        for consumer, message, cumulative in sends:
             try:
                 if cumulative:
                     consumer.acknowledge_cumulative(message)
@@ -127,6 +138,28 @@ class SubscriptionState:
                     consumer.acknowledge(message)
             except pulsar.PulsarException as exc:  # the ledger holds it; the broker redelivers, we filter
                 log.info("consumer.broker_ack_failed", error=str(exc))
+
+    def _folded(self, pending: list[_BrokerAck]) -> list[_Send]:
+        """The broker acknowledgements to send for ``pending`` (lock held, acknowledgements
+        collected): where every message a slot delivered up to the newest one acknowledged is
+        settled (acknowledged or filtered, none given back), one cumulative acknowledgement of
+        that one — a broker acknowledgement per message costs the client more than the rest
+        of its handling — else one per message."""
+        sends: list[_Send] = []
+        groups: dict[tuple[int, Slot], list[_BrokerAck]] = {}
+        for ack in pending:
+            consumer, message, cumulative, slot, _, epoch = ack
+            if slot is None or epoch != self._epoch:
+                sends.append((consumer, message, cumulative))
+            else:
+                groups.setdefault((id(consumer), slot), []).append(ack)
+        for (_, slot), acks in groups.items():
+            newest = max(acks, key=lambda a: a[4])
+            if self.acks.settled_through(slot, newest[4]):
+                sends.append((newest[0], newest[1], True))
+            else:
+                sends.extend((a[0], a[1], False) for a in acks)
+        return sends
 
     def close(self) -> None:
         """The last consumer left: store what is left, stop following."""

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hotstandby.errors import FormatError
-from hotstandby.identity import RecordId, new_session
+from hotstandby.identity import IdentityText, RecordId, new_session
 from hotstandby.rangeset import RangeSet
 
 sessions = st.binary(min_size=16, max_size=16)
@@ -30,6 +30,18 @@ def test_record_id_decode_fast_path_agrees_with_the_general_one(session: bytes, 
     assert type(fast.session) is bytes and type(general.session) is bytes
     padded = data[:17] + bytes((data[17] | 0x80, 0x00)) + data[18:] if partition < 128 else data
     assert RecordId.decode(padded) == fast
+
+
+@given(sessions, st.integers(0, 2**31 - 1), naturals)
+def test_identity_text_is_the_record_ids_text(session: bytes, partition: int, sequence: int) -> None:
+    assert IdentityText(session).text(partition, sequence) == RecordId(session, partition, sequence).text()
+
+
+@pytest.mark.parametrize("partition", [0, 127, 128])
+@pytest.mark.parametrize("sequence", [0, 127, 128, 2**14 - 1, 2**14, 2**21 - 1, 2**21])
+def test_identity_text_at_the_varint_boundaries(partition: int, sequence: int) -> None:
+    session = bytes(range(16))
+    assert IdentityText(session).text(partition, sequence) == RecordId(session, partition, sequence).text()
 
 
 def test_record_id_is_compact_and_versioned() -> None:

@@ -76,6 +76,7 @@ def consumer() -> Iterator[Consumer]:
     made = Consumer.__new__(Consumer)  # the receiving logic alone, without a client
     made._state, made._lock, made._topic = state, state.lock, TOPIC
     made._handed, made._left, made._inner, made._track_origins = {}, [], _Broker(), False
+    made._held, made._slot, made._cumulative = [], None, False
     made._switching, made._closed, made._switched = False, False, threading.Condition(state.lock)
     yield made
     state.close()
