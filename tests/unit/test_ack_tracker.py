@@ -215,3 +215,23 @@ def test_a_record_given_back_stops_reporting_an_origin_for_its_slot() -> None:
         t.acknowledge(slot, position)
     t.collect(now_ms=2)
     assert t.last_acked_origin == {}
+
+
+def test_settled_through_needs_every_earlier_record_acknowledged_and_none_given_back() -> None:
+    t = AckTracker()
+    slot = ("t", 0)
+    assert not t.settled_through(slot, 0), "nothing delivered from the slot"
+    for pos in range(4):
+        assert t.offer("t", slot, pos, rid(pos), 0)
+    assert not t.offer("t", slot, 4, rid(0), 0), "filtered (in flight)"
+    for pos in (0, 1, 3, 4):
+        t.acknowledge(slot, pos)
+    t.collect(now_ms=1)
+    assert t.settled_through(slot, 1)
+    assert not t.settled_through(slot, 3), "position 2 is still handed out"
+    t.acknowledge(slot, 2)
+    t.collect(now_ms=2)
+    assert t.settled_through(slot, 4)
+    assert t.offer("t", slot, 5, rid(5), 0)
+    t.release(slot, 5)
+    assert not t.settled_through(slot, 4), "a record given back comes again later: no prefix holds"

@@ -61,13 +61,19 @@ class _Message(pulsar.Message):
 
 
 class _Broker:
-    """Stands in for pulsar.Consumer: takes acknowledgements."""
+    """Stands in for pulsar.Consumer: takes acknowledgements (and notes them)."""
+
+    def __init__(self) -> None:
+        self.acked: list[tuple[str, object]] = []
 
     def acknowledge(self, message: object) -> None:
-        pass
+        self.acked.append(("individual", message))
+
+    def acknowledge_cumulative(self, message: object) -> None:
+        self.acked.append(("cumulative", message))
 
     def negative_acknowledge(self, message: object) -> None:
-        pass
+        self.acked.append(("negative", message))
 
 
 @pytest.fixture
@@ -102,3 +108,60 @@ def test_the_same_message_redelivered_after_an_ack_timeout_is_handed_out_again(c
     assert consumer._accept(_Message(rid, 3, 4)) is None, "dispatched twice: handed out already"
     again = _Message(rid, 3, 4, redeliveries=1)
     assert consumer._accept(again) is again
+
+
+def _exclusive(consumer: Consumer) -> Consumer:
+    """The fixture's consumer as one that reads its topic alone (Exclusive, not partitioned)."""
+    consumer._cumulative, consumer._slot = True, (TOPIC, 0)
+    consumer._state._stop.set()  # its flusher: the test stores and acknowledges itself
+    consumer._state._flusher.join()
+    return consumer
+
+
+def test_acknowledgements_of_a_settled_prefix_reach_the_broker_as_one_cumulative_one(consumer: Consumer) -> None:
+    consumer = _exclusive(consumer)
+    broker: _Broker = consumer._inner
+    messages = [_Message(RecordId(bytes(16), 0, i), 1, i) for i in range(5)]
+    for msg in messages:
+        assert consumer._accept(msg) is msg
+    for msg in (messages[3], messages[0], messages[2], messages[1]):  # out of order
+        consumer.acknowledge(msg)
+    consumer._state.flush()
+    assert broker.acked == [("cumulative", messages[3])]
+    consumer.acknowledge(messages[4])
+    consumer._state.flush()
+    assert broker.acked[1:] == [("cumulative", messages[4])]
+
+
+def test_acknowledgements_behind_a_gap_go_to_the_broker_one_by_one(consumer: Consumer) -> None:
+    consumer = _exclusive(consumer)
+    broker: _Broker = consumer._inner
+    messages = [_Message(RecordId(bytes(16), 0, i), 1, i) for i in range(4)]
+    for msg in messages:
+        assert consumer._accept(msg) is msg
+    consumer.acknowledge(messages[1])
+    consumer.acknowledge(messages[2])
+    consumer._state.flush()
+    # messages[0] is still being processed: a cumulative acknowledgement would drop it.
+    assert sorted(broker.acked, key=lambda a: id(a[1])) == sorted(
+        [("individual", messages[1]), ("individual", messages[2])], key=lambda a: id(a[1])
+    )
+    broker.acked.clear()
+    consumer.negative_acknowledge(messages[0])  # given back: it comes again after the others
+    consumer.acknowledge(messages[3])
+    consumer._state.flush()
+    assert ("individual", messages[3]) in broker.acked
+    assert not [a for a in broker.acked if a[0] == "cumulative"]
+
+
+def test_a_message_received_while_a_switch_fails_is_handed_out_afterwards(consumer: Consumer) -> None:
+    """receive() got it from the consumer in use just as a switch began: not handed out then,
+    not dropped either — the switch fails, the old cluster stays, and it comes next."""
+    msg = _Message(RecordId(bytes(16), 0, 9), 1, 9)
+    with consumer._lock:
+        consumer._switching = True
+        consumer._hold(consumer._inner, [msg])
+    assert consumer._take_held() is None, "not while switching"
+    consumer.resume()
+    assert consumer._take_held() is msg
+    assert consumer._take_held() is None
