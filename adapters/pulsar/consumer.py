@@ -144,8 +144,11 @@ class Consumer:
         return self._subscription
 
     def receive(self, timeout_millis: int | None = None) -> pulsar.Message:
-        """As :meth:`pulsar.Consumer.receive`; raises ``pulsar.Timeout`` after ``timeout_millis``."""
-        deadline = None if timeout_millis is None else time.monotonic() + timeout_millis / 1000
+        """As :meth:`pulsar.Consumer.receive`; raises ``pulsar.Timeout`` after ``timeout_millis``
+        (None or negative: no limit)."""
+        deadline = None
+        if timeout_millis is not None and timeout_millis >= 0:
+            deadline = time.monotonic() + timeout_millis / 1000
         wait_ms = _SLICE_MS
         while True:
             if deadline is not None:
