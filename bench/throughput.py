@@ -156,7 +156,9 @@ def _summary(
             s / r for s, r in zip(rates[f"{kind}_{what}"][1:], rates[f"raw_{what}"][1:], strict=True)
         )
 
-    floor = {f"{what}_floor_ratio": round(paired(what, "floor"), 3) for what in ("produce", "consume")}
+    floor = {}
+    if "floor" in kinds:
+        floor = {f"{what}_floor_ratio": round(paired(what, "floor"), 3) for what in ("produce", "consume")}
     return {
         "system": system,
         "records": records,
@@ -165,7 +167,7 @@ def _summary(
         "rounds": rounds,
         "produce_ratio": round(paired("produce"), 3),
         "consume_ratio": round(paired("consume"), 3),
-        **(floor if "floor" in kinds else {}),
+        **floor,
         **{f"{k}_per_s": round(v, 1) for k, v in med.items()},
     }
 

@@ -48,16 +48,10 @@ _OK = pulsar.Result.Ok.value
 _NO_LIMIT_S = 300.0  # how long send() and flush() wait when send_timeout_millis is 0 (no limit)
 
 
-# What the replay window keeps of a message: (content, properties, options, key). A plain
-# tuple of text, bytes and ints, which the garbage collector stops tracking — the window holds
-# up to a minute of messages, and tracked objects there made every collection walk them all.
-_Kept = tuple[bytes, dict[str, str], dict[str, Any], tuple[int, int]]
-
-
 class _Message:
-    """A message sent and not yet acknowledged."""
+    """A message sent and not yet acknowledged, then in the replay window."""
 
-    __slots__ = ("callback", "content", "key", "options", "properties", "reported")
+    __slots__ = ("callback", "content", "key", "options", "properties")
 
     def __init__(
         self,
@@ -69,14 +63,6 @@ class _Message:
     ) -> None:
         self.content, self.properties, self.key, self.callback = content, properties, key, callback
         self.options = options  # the send_async keywords given, passed again when re-sent
-        self.reported = False
-
-    @classmethod
-    def again(cls, kept: _Kept) -> _Message:
-        """A message of the replay window, to be sent again (its callback has fired)."""
-        message = cls(*kept, None)
-        message.reported = True
-        return message
 
     @property
     def partition(self) -> int:
@@ -104,7 +90,7 @@ class Producer:
         self._identity = IdentityText(self._session)
         self._sequences: dict[int, int] = {}
         self._pending: dict[tuple[int, int], _Message] = {}
-        self._window: ReplayWindow[_Kept] = ReplayWindow(options.replay_window_ms, options.replay_window_bytes)
+        self._window: ReplayWindow[_Message] = ReplayWindow(options.replay_window_ms, options.replay_window_bytes)
         self._partitioner = Partitioner(options.partitioner or DEFAULT_KEYED["pulsar"])
         timeout_ms = int(self._kwargs.get("send_timeout_millis", 30_000))
         self._wait_s = timeout_ms / 1000 + options.drain_timeout_ms / 1000 + 5 if timeout_ms > 0 else _NO_LIMIT_S
@@ -243,19 +229,15 @@ class Producer:
         )
 
     def _acknowledged(self, message: _Message, generation: int, result: pulsar.Result, message_id: Any) -> None:
-        callback: SendCallback | None = None
         with self._lock:
             if generation != self._generation:
                 return  # a connection given up in a switch: the message was sent again
             self._pending.pop(message.key, None)
             if result.value == _OK:
-                kept = (message.content, message.properties, message.options, message.key)
-                self._window.add(kept, len(message.content))
+                self._window.add(message, len(message.content))
             else:
                 log.warning("producer.send_failed", topic=self._topic, result=str(result))
-            if not message.reported:
-                message.reported = True
-                callback = message.callback
+            callback, message.callback = message.callback, None  # it fires once
             if not self._pending:
                 self._delivered_cv.notify_all()  # flush() waits for that
         if callback is not None:
@@ -287,7 +269,7 @@ class Producer:
                 with self._lock:
                     self._generation += 1
                     self._inner = new
-                    replay = {kept[3]: _Message.again(kept) for kept in self._window}
+                    replay = {m.key: m for m in self._window}
                     replay.update(self._pending)
                     self._window.keep(lambda _: False)  # re-sent: they come back when acknowledged
                     self._pending.update(replay)
