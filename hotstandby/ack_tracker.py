@@ -151,6 +151,11 @@ class AckTracker:
     def collect(self, now_ms: int) -> set[LedgerKey]:
         """Move the identities of acknowledged records into the ledgers; the ledgers changed."""
         touched: set[LedgerKey] = set()
+        # Sequences processed, per (logical topic, partition, session): added to the ledgers
+        # together, a run of consecutive ones as one range (one per record costs more than
+        # the rest of collecting it).
+        processed: dict[tuple[str, int, bytes], list[int]] = {}
+        partition, session, sequences = -1, b"", []
         for slot, delivered in self._slots.items():
             through = self._through.get(slot, -1)
             acked, released = delivered.acked, delivered.released
@@ -186,9 +191,10 @@ class AckTracker:
                     newest_ts = ts
                 if rid is not None:
                     in_flight.discard(rid)
-                    key = (logical, rid.partition)
-                    self.ledger(key).ack(rid, now_ms)
-                    touched.add(key)
+                    if rid.partition != partition or rid.session != session:
+                        partition, session = rid.partition, rid.session
+                        sequences = processed.setdefault((logical, partition, session), [])
+                    sequences.append(rid.sequence)
             if kept is not None:
                 delivered.entries = kept
                 acked.clear()  # positions acknowledged but never handed out here: nothing to do
@@ -196,6 +202,11 @@ class AckTracker:
                 self.last_acked_ts[slot] = newest_ts
             if newest_origin is not None and not delivered.given_back:
                 self.last_acked_origin[slot] = newest_origin
+            partition = -1  # the next slot may be another logical topic
+        for (logical, partition, session), sequences in processed.items():
+            key = (logical, partition)
+            self.ledger(key).ack_sequences(session, sequences, now_ms)
+            touched.add(key)
         return touched
 
     # -- bookkeeping ----------------------------------------------------------------------

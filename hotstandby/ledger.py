@@ -54,6 +54,25 @@ class PartitionLedger:
         if now_ms > entry.last_ack_ms:
             entry.last_ack_ms = now_ms
 
+    def ack_sequences(self, session: bytes, sequences: list[int], now_ms: int) -> None:
+        """:meth:`ack` for many records of one session (``sequences`` is sorted in place)."""
+        if not sequences:
+            return
+        entry = self._sessions.get(session)
+        if entry is None:
+            entry = self._sessions[session] = _Session()
+        sequences.sort()
+        acked = entry.acked
+        start = end = sequences[0]
+        for seq in sequences:
+            if seq > end:  # a gap: the run so far is one range
+                acked.add_range(start, end)
+                start = seq
+            end = seq + 1
+        acked.add_range(start, end)
+        if now_ms > entry.last_ack_ms:
+            entry.last_ack_ms = now_ms
+
     def has(self, rid: RecordId) -> bool:
         """Whether ``rid`` is acknowledged (``in`` without the type check, for per-record paths)."""
         entry = self._sessions.get(rid.session)

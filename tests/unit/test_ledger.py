@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.errors import FencedError, FormatError
@@ -18,6 +20,19 @@ NOW = int(time.time() * 1000)
 
 def rid(session: bytes, seq: int) -> RecordId:
     return RecordId(session, 0, seq)
+
+
+@given(st.lists(st.integers(0, 300), max_size=120), st.lists(st.integers(0, 300), max_size=40))
+def test_acknowledging_many_sequences_at_once_is_acknowledging_each(before: list[int], batch: list[int]) -> None:
+    one_by_one, at_once = PartitionLedger(), PartitionLedger()
+    for seq in before:
+        one_by_one.ack(rid(S1, seq), NOW)
+        at_once.ack(rid(S1, seq), NOW)
+    for seq in batch:
+        one_by_one.ack(rid(S1, seq), NOW + 1)
+    at_once.ack_sequences(S1, list(batch), NOW + 1)
+    assert at_once == one_by_one
+    assert [seq for seq in range(302) if at_once.has(rid(S1, seq))] == sorted(set(before) | set(batch))
 
 
 def test_membership_by_session_and_sequence() -> None:
