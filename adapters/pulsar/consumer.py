@@ -9,8 +9,10 @@ never handing a message out again once it was acknowledged.
 * ``acknowledge`` and ``acknowledge_cumulative`` record the messages' identities (the
   cluster-neutral form of Pulsar's individually deleted messages); every 100 ms the changed
   ledgers are stored and only then are the acknowledgements sent to the broker, so a broker
-  never forgets a message the ledger does not hold. ``negative_acknowledge`` and
-  ``redeliver_unacknowledged_messages`` give messages back: they are handed out again.
+  never forgets a message the ledger does not hold (an Exclusive or Failover consumer's as
+  one cumulative acknowledgement where the acknowledged prefix is settled).
+  ``negative_acknowledge`` and ``redeliver_unacknowledged_messages`` give messages back: they
+  are handed out again.
 * Ledgers are written by every consumer of the subscription (a save merges; nobody owns a
   Shared subscription's partition), and each consumer merges what the others store.
 * In a switch (run by the client) the consumer stops handing out messages, stores its
@@ -18,10 +20,11 @@ never handing a message out again once it was acknowledged.
   new one: an existing subscription resumes at its own cursor there, a new one at the
   earliest message — an Exclusive one of a non-partitioned topic at the source position of
   the copies from there it processed (``_start_after_copies``); whatever is read again is
-  filtered. Messages handed out and not
-  acknowledged at the switch are delivered again there (at least once); one acknowledged
-  after the switch counts by its identity, and a cumulative acknowledgement covers what its
-  partition handed out before it, on either cluster.
+  filtered. Messages handed out and not acknowledged at the switch are delivered again there
+  (at least once); one acknowledged after the switch counts by its identity, and a
+  cumulative acknowledgement covers what its partition handed out before it, on either
+  cluster. A message received just as a switch begins is kept: handed out if the switch
+  fails, read again on the new cluster if it succeeds.
 """
 
 from __future__ import annotations
