@@ -10,7 +10,8 @@ never handing a message out again once it was acknowledged.
   cluster-neutral form of Pulsar's individually deleted messages); every 100 ms the changed
   ledgers are stored and only then are the acknowledgements sent to the broker, so a broker
   never forgets a message the ledger does not hold (an Exclusive or Failover consumer's as
-  one cumulative acknowledgement where the acknowledged prefix is settled).
+  one cumulative acknowledgement where the acknowledged prefix is settled, at a message not
+  sent in a batch).
   ``negative_acknowledge`` and ``redeliver_unacknowledged_messages`` give messages back: they
   are handed out again.
 * Ledgers are written by every consumer of the subscription (a save merges; nobody owns a

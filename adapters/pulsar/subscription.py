@@ -142,9 +142,9 @@ class SubscriptionState:
     def _folded(self, pending: list[_BrokerAck]) -> list[_Send]:
         """The broker acknowledgements to send for ``pending`` (lock held, acknowledgements
         collected): where every message a slot delivered up to the newest one acknowledged is
-        settled (acknowledged or filtered, none given back), one cumulative acknowledgement of
-        that one — a broker acknowledgement per message costs the client more than the rest
-        of its handling — else one per message."""
+        settled (acknowledged or filtered, none given back) and that one is not batched, one
+        cumulative acknowledgement of it — a broker acknowledgement per message costs the
+        client more than the rest of its handling — else one per message."""
         sends: list[_Send] = []
         groups: dict[tuple[int, Slot], list[_BrokerAck]] = {}
         for ack in pending:
@@ -155,7 +155,11 @@ class SubscriptionState:
                 groups.setdefault((id(consumer), slot), []).append(ack)
         for (_, slot), acks in groups.items():
             newest = max(acks, key=lambda a: a[4])
-            if self.acks.settled_through(slot, newest[4]):
+            # Not at a message of a batch: for one acknowledged up to the middle of its batch,
+            # pulsar-client sends a cumulative acknowledgement of the entry before, and for the
+            # first entry of a ledger the reference broker takes that for all of it
+            # (docs/refcluster.md).
+            if self.acks.settled_through(slot, newest[4]) and newest[1].message_id().batch_index() < 0:
                 sends.append((newest[0], newest[1], True))
             else:
                 sends.extend((a[0], a[1], False) for a in acks)

@@ -382,3 +382,31 @@ with open(report + ".tmp", "w") as f:
 os.replace(report + ".tmp", report)
 sys.stdin.read()  # until the test SIGKILLs us (or ends: then stdin closes and we exit)
 """
+
+
+@pytest.mark.parametrize("kind", [pulsar.ConsumerType.Exclusive, pulsar.ConsumerType.Failover])
+def test_broker_acknowledgements_fold_into_a_cumulative_one_only_over_a_settled_prefix(
+    refcluster: RefCluster, client: Client, topic: str, kind: pulsar.ConsumerType
+) -> None:
+    """An Exclusive or Failover consumer sends the broker one cumulative acknowledgement where
+    every message before is settled, and single ones behind a message still unacknowledged:
+    the broker then holds all acknowledged messages and not that one — a raw consumer of the
+    subscription is given exactly it."""
+    producer = client.create_producer(topic, batching_enabled=False)  # batched: see SubscriptionState._folded
+    for i in range(30):
+        producer.send_async(f"v{i}".encode(), None)
+    producer.flush()
+    consumer = client.subscribe(topic, "fold", consumer_type=kind, initial_position=pulsar.InitialPosition.Earliest)
+    got = take(consumer, 30)
+    for m in got[:10]:
+        consumer.acknowledge(m)
+    consumer.state.flush()  # a settled prefix: one cumulative acknowledgement
+    for m in got[11:]:
+        consumer.acknowledge(m)  # behind got[10]: one by one
+    consumer.close()  # stores the ledger, then acknowledges on the broker
+    raw = pulsar.Client(refcluster.cluster_spec("pulsar-a").url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        again = raw.subscribe(topic, "fold", consumer_type=kind)
+        assert nothing_more(again, within=5.0) == [got[10].data().decode()]
+    finally:
+        raw.close()
