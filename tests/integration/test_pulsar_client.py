@@ -410,3 +410,24 @@ def test_broker_acknowledgements_fold_into_a_cumulative_one_only_over_a_settled_
         assert nothing_more(again, within=5.0) == [got[10].data().decode()]
     finally:
         raw.close()
+
+
+def test_acknowledging_part_of_a_batch_loses_nothing_on_the_broker(
+    refcluster: RefCluster, client: Client, topic: str
+) -> None:
+    """The first ten of one batch acknowledged: the broker must still hold the other twenty
+    (the reference broker takes a cumulative acknowledgement there for the whole topic, see
+    docs/refcluster.md)."""
+    produce_values(client, topic, [f"v{i}" for i in range(30)])
+    consumer = client.subscribe(topic, "part", consumer_type=pulsar.ConsumerType.Exclusive,
+                                initial_position=pulsar.InitialPosition.Earliest)  # fmt: skip
+    got = take(consumer, 30)
+    for m in got[:10]:
+        consumer.acknowledge(m)
+    consumer.close()  # stores the ledger, then acknowledges on the broker
+    raw = pulsar.Client(refcluster.cluster_spec("pulsar-a").url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        again = raw.subscribe(topic, "part", consumer_type=pulsar.ConsumerType.Exclusive)
+        assert {f"v{i}" for i in range(10, 30)} <= set(nothing_more(again, within=5.0))
+    finally:
+        raw.close()
