@@ -335,10 +335,17 @@ class Consumer:
             # What the partition handed out on the cluster left before the switch came first.
             self._acknowledge_left(handed.slot, None)
             self._state.acks.acknowledge_through(handed.slot, handed.position + 1)
-            for k in [k for k, h in self._handed.items() if h.slot == handed.slot and h.position <= handed.position]:
-                del self._handed[k]
+            covered = [h for h in self._handed.values() if h.slot == handed.slot and h.position <= handed.position]
+            for h in covered:
+                del self._handed[h.key]
             # Collected at the next store; in flight (filtered) until then.
-            self._state.after_store(self._inner, message, cumulative=True)
+            if message.message_id().batch_index() < 0:
+                self._state.after_store(self._inner, message, cumulative=True)
+            else:
+                # A cumulative acknowledgement of a batched message can reach the reference
+                # broker as one of the whole topic (docs/refcluster.md): each one instead.
+                for h in covered:
+                    self._state.after_store(self._inner, h.message)
 
     def _acknowledge_unknown_id(self, mid: pulsar.MessageId, *, cumulative: bool) -> None:
         """A message id of no message handed out here: nothing to record in the ledger (its

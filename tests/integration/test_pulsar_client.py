@@ -412,18 +412,22 @@ def test_broker_acknowledgements_fold_into_a_cumulative_one_only_over_a_settled_
         raw.close()
 
 
+@pytest.mark.parametrize("cumulative", [False, True])
 def test_acknowledging_part_of_a_batch_loses_nothing_on_the_broker(
-    refcluster: RefCluster, client: Client, topic: str
+    refcluster: RefCluster, client: Client, topic: str, cumulative: bool
 ) -> None:
-    """The first ten of one batch acknowledged: the broker must still hold the other twenty
-    (the reference broker takes a cumulative acknowledgement there for the whole topic, see
-    docs/refcluster.md)."""
+    """The first ten of one batch acknowledged (one by one, or cumulatively by the
+    application): the broker must still hold the other twenty (the reference broker takes a
+    cumulative acknowledgement there for the whole topic, see docs/refcluster.md)."""
     produce_values(client, topic, [f"v{i}" for i in range(30)])
     consumer = client.subscribe(topic, "part", consumer_type=pulsar.ConsumerType.Exclusive,
                                 initial_position=pulsar.InitialPosition.Earliest)  # fmt: skip
     got = take(consumer, 30)
-    for m in got[:10]:
-        consumer.acknowledge(m)
+    if cumulative:
+        consumer.acknowledge_cumulative(got[9])
+    else:
+        for m in got[:10]:
+            consumer.acknowledge(m)
     consumer.close()  # stores the ledger, then acknowledges on the broker
     raw = pulsar.Client(refcluster.cluster_spec("pulsar-a").url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
     try:
