@@ -77,9 +77,7 @@ class AckTracker:
         if origin is not None and not delivered.given_back:
             delivered.origins[position] = origin
         if rid is not None:
-            flying = self._in_flight.get(logical)
-            if flying is None:
-                flying = self._in_flight[logical] = set()
+            flying = self._flying(logical)
             ledger = self.ledgers.get((logical, rid.partition))
             if (ledger is not None and ledger.has(rid)) or rid in flying:
                 self.filtered += 1

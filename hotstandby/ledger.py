@@ -47,22 +47,23 @@ class PartitionLedger:
         self._sessions: dict[bytes, _Session] = {}
 
     def ack(self, rid: RecordId, now_ms: int) -> None:
-        entry = self._sessions.get(rid.session)
+        self._acked_at(rid.session, now_ms).add(rid.sequence)
+
+    def _acked_at(self, session: bytes, now_ms: int) -> RangeSet:
+        """``session``'s acknowledged sequences, acknowledged again at ``now_ms``."""
+        entry = self._sessions.get(session)
         if entry is None:
-            entry = self._sessions[rid.session] = _Session()
-        entry.acked.add(rid.sequence)
+            entry = self._sessions[session] = _Session()
         if now_ms > entry.last_ack_ms:
             entry.last_ack_ms = now_ms
+        return entry.acked
 
     def ack_sequences(self, session: bytes, sequences: list[int], now_ms: int) -> None:
         """:meth:`ack` for many records of one session (``sequences`` is sorted in place)."""
         if not sequences:
             return
-        entry = self._sessions.get(session)
-        if entry is None:
-            entry = self._sessions[session] = _Session()
+        acked = self._acked_at(session, now_ms)
         sequences.sort()
-        acked = entry.acked
         start = end = sequences[0]
         for seq in sequences:
             if seq > end:  # a gap: the run so far is one range
@@ -70,8 +71,6 @@ class PartitionLedger:
                 start = seq
             end = seq + 1
         acked.add_range(start, end)
-        if now_ms > entry.last_ack_ms:
-            entry.last_ack_ms = now_ms
 
     def has(self, rid: RecordId) -> bool:
         """Whether ``rid`` is acknowledged (``in`` without the type check, for per-record paths)."""

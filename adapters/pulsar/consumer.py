@@ -41,8 +41,8 @@ from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_
 from hotstandby.adapters.pulsar.client import close_quietly
 from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
 from hotstandby.documents import ClusterSpec
-from hotstandby.errors import ConfigError, FormatError
-from hotstandby.identity import HEADER, RecordId
+from hotstandby.errors import ConfigError
+from hotstandby.identity import RecordId
 from hotstandby.logs import get_logger
 
 if TYPE_CHECKING:
@@ -230,13 +230,7 @@ class Consumer:
         """``msg`` or, when it is not to be handed out, None (lock held). Once per message: each
         call into the client library costs about 0.5 µs, each Python call a tenth of that."""
         properties = msg.properties()
-        raw = properties.get(HEADER)
-        rid = None
-        if raw is not None:
-            try:
-                rid = RecordId.decode(bytes.fromhex(raw))
-            except (ValueError, TypeError, FormatError):
-                rid = identity_in(properties, msg)  # logs why
+        rid = identity_in(properties, msg)
         key: MessageKey = rid if rid is not None else _stored_at(msg)
         if self._handed and key in self._handed and not self._handed_again(key, rid, msg):
             return None
@@ -298,37 +292,41 @@ class Consumer:
                 return handed.message
         return None
 
+    def _find(self, message: pulsar.Message | pulsar.MessageId) -> tuple[pulsar.Message | None, _Handed | None]:
+        """The message ``message`` names (itself, or the one handed out under that id: None if
+        none) and what it is handed out as on the current cluster (None: not any more)."""
+        key: MessageKey | None = getattr(message, "_hs_key", None)
+        handed = None if key is None else self._handed.get(key)
+        if handed is not None and handed.message is message:  # the common case: no search
+            return message, handed
+        found = self._by_id(message)
+        return found, None if found is None else self._handed_of(found)
+
     def acknowledge(self, message: pulsar.Message | pulsar.MessageId) -> None:
         """As :meth:`pulsar.Consumer.acknowledge` (a message or its id): stored in the ledger,
         then sent to the broker."""
-        key: MessageKey | None = getattr(message, "_hs_key", None)
         with self._lock:
-            handed = None if key is None else self._handed.get(key)
-            if handed is None or handed.message is not message:  # not the common case
-                found = self._by_id(message)
-                if found is None:
-                    self._acknowledge_unknown_id(message, cumulative=False)
-                    return
-                message = found
-                handed = self._handed_of(message)
-                if handed is None:
-                    self._acknowledge_elsewhere(message)
-                    return
+            found, handed = self._find(message)
+            if found is None:
+                self._acknowledge_unknown_id(message, cumulative=False)
+                return
+            if handed is None:
+                self._acknowledge_elsewhere(found)
+                return
             del self._handed[handed.key]
             self._state.acks.acknowledge(handed.slot, handed.position)  # collected at the next store
             slot = handed.slot if self._cumulative else None
-            self._state.after_store(self._inner, message, slot=slot, position=handed.position)
+            self._state.after_store(self._inner, handed.message, slot=slot, position=handed.position)
 
     def acknowledge_cumulative(self, message: pulsar.Message | pulsar.MessageId) -> None:
         """As :meth:`pulsar.Consumer.acknowledge_cumulative` (a message or its id): every message
         of its partition handed out up to it (Exclusive and Failover subscriptions)."""
         with self._lock:
-            found = self._by_id(message)
+            found, handed = self._find(message)
             if found is None:
                 self._acknowledge_unknown_id(message, cumulative=True)
                 return
             message = found
-            handed = self._handed_of(message)
             if handed is None:
                 self._acknowledge_left_cumulatively(message)
                 return

@@ -162,9 +162,7 @@ class Producer:
             self._sequences[partition] = seq + 1
             props[HEADER] = self._identity.text(partition, seq)
             message = self._pending[(partition, seq)] = _Message(content, props, options, (partition, seq), callback)
-            if self._partitioned:
-                self._routing = (threading.get_ident(), partition)
-            self._inner.send_async(content, partial(self._acknowledged, message, self._generation), props, **options)
+            self._send(self._inner, self._generation, message)
 
     def send(self, content: bytes, properties: dict[str, str] | None = None, **options: Any) -> Any:
         """As :meth:`pulsar.Producer.send`: the message id, or the failure raised."""
@@ -218,7 +216,7 @@ class Producer:
     # -- sending ----------------------------------------------------------------------------
 
     def _send(self, inner: pulsar.Producer, generation: int, message: _Message) -> None:
-        """Hand ``message`` to ``inner`` (``_send_lock`` held; send_async does the same inline)."""
+        """Hand ``message`` to ``inner`` (``_send_lock`` held)."""
         if self._partitioned:
             self._routing = (threading.get_ident(), message.partition)
         inner.send_async(

@@ -110,20 +110,21 @@ def test_the_same_message_redelivered_after_an_ack_timeout_is_handed_out_again(c
     assert consumer._accept(again) is again
 
 
-def _exclusive(consumer: Consumer) -> Consumer:
-    """The fixture's consumer as one that reads its topic alone (Exclusive, not partitioned)."""
+def _exclusive(consumer: Consumer, count: int) -> list[_Message]:
+    """The fixture's consumer as one that reads its topic alone (Exclusive, not partitioned),
+    and ``count`` messages it handed out."""
     consumer._cumulative, consumer._slot = True, (TOPIC, 0)
     consumer._state._stop.set()  # its flusher: the test stores and acknowledges itself
     consumer._state._flusher.join()
-    return consumer
+    messages = [_Message(RecordId(bytes(16), 0, i), 1, i) for i in range(count)]
+    for msg in messages:
+        assert consumer._accept(msg) is msg
+    return messages
 
 
 def test_acknowledgements_of_a_settled_prefix_reach_the_broker_as_one_cumulative_one(consumer: Consumer) -> None:
-    consumer = _exclusive(consumer)
+    messages = _exclusive(consumer, 5)
     broker: _Broker = consumer._inner
-    messages = [_Message(RecordId(bytes(16), 0, i), 1, i) for i in range(5)]
-    for msg in messages:
-        assert consumer._accept(msg) is msg
     for msg in (messages[3], messages[0], messages[2], messages[1]):  # out of order
         consumer.acknowledge(msg)
     consumer._state.flush()
@@ -134,11 +135,8 @@ def test_acknowledgements_of_a_settled_prefix_reach_the_broker_as_one_cumulative
 
 
 def test_acknowledgements_behind_a_gap_go_to_the_broker_one_by_one(consumer: Consumer) -> None:
-    consumer = _exclusive(consumer)
+    messages = _exclusive(consumer, 4)
     broker: _Broker = consumer._inner
-    messages = [_Message(RecordId(bytes(16), 0, i), 1, i) for i in range(4)]
-    for msg in messages:
-        assert consumer._accept(msg) is msg
     consumer.acknowledge(messages[1])
     consumer.acknowledge(messages[2])
     consumer._state.flush()
