@@ -12,11 +12,12 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hotstandby.errors import StaleEpochError, UnknownClusterError, ValidationError
+from hotstandby.doc_parsing import load_object, read_text, validate_name
+from hotstandby.errors import UnknownClusterError, ValidationError
+from hotstandby.route_document import Route, check_floor, check_route_update, utc_now_iso
 
 __all__ = [
     "KINDS",
@@ -24,6 +25,7 @@ __all__ = [
     "Link",
     "Policy",
     "Route",
+    "check_floor",
     "check_link",
     "check_route",
     "check_route_update",
@@ -34,32 +36,9 @@ __all__ = [
 
 Kind = Literal["kafka", "pulsar"]
 KINDS: tuple[Kind, ...] = ("kafka", "pulsar")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SECRET_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _URL_FIELD: dict[str, str] = {"kafka": "bootstrap.servers", "pulsar": "service_url"}
 Scalar = str | int | float | bool
-
-
-def utc_now_iso() -> str:
-    """Current time as ISO 8601 UTC, the format of a route's ``at`` field."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def validate_name(key: str, name: str, what: str) -> str:
-    """Names of clusters and routes become etcd key segments and topic prefixes."""
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise ValidationError(key, f"invalid {what} name {name!r} (letters, digits, '.', '_', '-')")
-    return name
-
-
-def _load(key: str, raw: bytes | str) -> dict[str, Any]:
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValidationError(key, f"malformed JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise ValidationError(key, f"expected a JSON object, got {type(doc).__name__}")
-    return doc
 
 
 def _client_map(key: str, doc: Mapping[str, Any], section: str) -> dict[str, Scalar]:
@@ -111,10 +90,10 @@ class ClusterSpec:
     def from_json(cls, name: str, raw: bytes | str, *, key: str | None = None) -> ClusterSpec:
         key = key or f"clusters/{name}"
         validate_name(key, name, "cluster")
-        doc = _load(key, raw)
+        doc = load_object(key, raw)
         kind = doc.get("kind")
         if kind not in KINDS:
-            raise ValidationError(key, f"'kind' must be one of {', '.join(KINDS)}, got {kind!r}")
+            raise ValidationError(key, f"'kind' must be one of {', '.join(KINDS)}, got {str(kind)[:40]!r}")
         url = doc.get(_URL_FIELD[kind])
         if not isinstance(url, str) or not url.strip():
             raise ValidationError(key, f"'{_URL_FIELD[kind]}' is required for a {kind} cluster")
@@ -130,14 +109,13 @@ class ClusterSpec:
         return spec
 
     def _check_url(self, key: str) -> None:
-        if self.kind == "pulsar":
-            if not re.match(r"^pulsar(\+ssl)?://[^/\s]+", self.url):
-                raise ValidationError(key, f"service_url must look like pulsar://host:port, got {self.url!r}")
-            return
-        for server in self.url.split(","):
-            host, sep, port = server.strip().rpartition(":")
-            if not sep or not host or not port.isdigit():
-                raise ValidationError(key, f"bootstrap.servers must be host:port[,host:port], got {self.url!r}")
+        if self.kind == "pulsar" and not re.match(r"^pulsar(\+ssl)?://[^/\s]+", self.url):
+            raise ValidationError(key, f"service_url must look like pulsar://host:port, got {self.url[:200]!r}")
+        try:
+            self.endpoints()
+        except ValueError:
+            form = "pulsar://host:port[,host:port]" if self.kind == "pulsar" else "host:port[,host:port]"
+            raise ValidationError(key, f"{self.url_field} must be {form}, got {self.url[:200]!r}") from None
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"kind": self.kind, self.url_field: self.url}
@@ -154,69 +132,27 @@ class ClusterSpec:
         return resolve_secret_refs(merged)
 
     def endpoints(self) -> list[tuple[str, int]]:
-        """``(host, port)`` pairs of the brokers named by the URL (for reachability probes)."""
+        """``(host, port)`` pairs of the brokers named by the URL (for reachability probes).
+
+        Raises ValueError for a URL without a port (parsed documents never have one)."""
         text = re.sub(r"^pulsar(\+ssl)?://", "", self.url)
         pairs = []
         for server in text.split(","):
-            host, _, port = server.strip().rstrip("/").rpartition(":")
-            pairs.append((host.strip("[]"), int(port)))
+            host, sep, port = server.strip().rstrip("/").rpartition(":")
+            host = host.strip("[]")
+            if not sep or not host or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:
+                raise ValueError(f"not host:port: {server.strip()[:100]!r}")
+            pairs.append((host, int(port)))
         return pairs
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Route:
-    """``<ns>/routes/<name>``: which of a set of replicated clusters applications use now.
-
-    ``epoch`` only grows; clients never apply an epoch lower than or equal to one they have.
-    """
-
-    name: str
-    active: str
-    clusters: tuple[str, ...]
-    epoch: int
-    reason: str = ""
-    by: str = ""
-    at: str = ""
-
-    @classmethod
-    def from_json(cls, name: str, raw: bytes | str, *, key: str | None = None) -> Route:
-        key = key or f"routes/{name}"
-        validate_name(key, name, "route")
-        doc = _load(key, raw)
-        clusters = doc.get("clusters")
-        if not isinstance(clusters, list) or not clusters or not all(isinstance(c, str) for c in clusters):
-            raise ValidationError(key, "'clusters' must be a non-empty list of cluster names")
-        if len(set(clusters)) != len(clusters):
-            raise ValidationError(key, f"'clusters' lists a cluster twice: {clusters}")
-        for c in clusters:
-            validate_name(key, c, "cluster")
-        active = doc.get("active")
-        if not isinstance(active, str) or active not in clusters:
-            raise ValidationError(key, f"'active' must be one of {clusters}, got {active!r}")
-        epoch = doc.get("epoch")
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise ValidationError(key, f"'epoch' must be a non-negative integer, got {epoch!r}")
-        texts = {f: doc.get(f, "") for f in ("reason", "by", "at")}
-        for f, v in texts.items():
-            if not isinstance(v, str):
-                raise ValidationError(key, f"'{f}' must be a string")
-        return cls(name=name, active=active, clusters=tuple(clusters), epoch=epoch, **texts)
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "active": self.active,
-                "clusters": list(self.clusters),
-                "epoch": self.epoch,
-                "reason": self.reason,
-                "by": self.by,
-                "at": self.at,
-            }
-        )
-
-    def flipped(self, to: str, *, reason: str = "", by: str = "") -> Route:
-        """The route after a switch to ``to``: next epoch, new audit fields."""
-        return replace(self, active=to, epoch=self.epoch + 1, reason=reason, by=by, at=utc_now_iso())
+    @property
+    def uses_tls(self) -> bool:
+        """Whether clients of this cluster speak TLS to the brokers (``pulsar+ssl://``, or
+        Kafka's ``security.protocol`` SSL / SASL_SSL)."""
+        if self.kind == "pulsar":
+            return self.url.startswith("pulsar+ssl://")
+        protocol = str(self.client.get("security.protocol", "plaintext")).lower()
+        return protocol in ("ssl", "sasl_ssl")
 
 
 Policy = Literal["prefix", "identity"]
@@ -246,7 +182,7 @@ class Link:
         validate_name(key, target, "cluster")
         if source == target:
             raise ValidationError(key, "a link needs two different clusters")
-        doc = _load(key, raw)
+        doc = load_object(key, raw)
         policy = doc.get("policy", "prefix")
         if policy not in ("prefix", "identity"):
             raise ValidationError(key, f"'policy' must be 'prefix' or 'identity', got {policy!r}")
@@ -256,9 +192,7 @@ class Link:
         location = doc.get("offset_syncs", "source")
         if location not in ("source", "target"):
             raise ValidationError(key, f"'offset_syncs' must be 'source' or 'target', got {location!r}")
-        replicator = doc.get("replicator", "")
-        if not isinstance(replicator, str):
-            raise ValidationError(key, "'replicator' must be a string")
+        replicator = read_text(key, doc, "replicator")
         return cls(
             source=source,
             target=target,
@@ -280,24 +214,24 @@ class Link:
         )
 
 
-def check_route(route: Route, clusters: Mapping[str, ClusterSpec], *, key: str | None = None) -> None:
-    """Every cluster of the route is defined, and all are of one kind."""
+def check_route(
+    route: Route,
+    clusters: Mapping[str, ClusterSpec],
+    *,
+    key: str | None = None,
+    invalid: Mapping[str, str] | None = None,
+) -> None:
+    """Every cluster of the route is defined, and all are of one kind. ``invalid`` maps the
+    names of clusters whose documents are invalid to the reason, for a clearer error."""
     key = key or f"routes/{route.name}"
     for name in route.clusters:
+        if invalid and name in invalid:
+            raise ValidationError(key, f"cluster {name!r} has an invalid definition: {invalid[name]}")
         if name not in clusters:
             raise UnknownClusterError(f"{key}: unknown cluster {name!r}")
     kinds = {clusters[name].kind for name in route.clusters}
     if len(kinds) > 1:
         raise ValidationError(key, f"clusters of different kinds in one route: {sorted(kinds)}")
-
-
-def check_route_update(current: Route | None, new: Route, *, key: str | None = None) -> None:
-    """A route update must move the epoch forward (fencing against stale writers and events)."""
-    if current is not None and new.epoch <= current.epoch:
-        raise StaleEpochError(
-            key or f"routes/{new.name}",
-            f"epoch {new.epoch} is not greater than the current epoch {current.epoch}",
-        )
 
 
 def check_link(link: Link, clusters: Mapping[str, ClusterSpec], *, key: str | None = None) -> None:

@@ -9,7 +9,9 @@
     │   ├── UnknownClusterError (LookupError)
     │   └── UnknownRouteError (LookupError)
     ├── SwitchError                         a route flip was refused or lost a race
-    │   └── ConcurrentUpdateError           the route changed between read and write
+    │   ├── ConcurrentUpdateError           the route changed between read and write
+    │   ├── UnexpectedEpochError            the route is not at the epoch the caller expected
+    │   └── ClusterNotAnswering             the target cluster did not answer a probe
     ├── FencedError                         a newer owner (generation) holds what we tried to write
     ├── ConfigCenterError                   the config center (etcd) misbehaved
     │   ├── ConfigCenterUnavailable (ConnectionError)   retryable
@@ -26,6 +28,7 @@ that talks to them, chained with ``raise ... from exc``.
 from __future__ import annotations
 
 __all__ = [
+    "ClusterNotAnswering",
     "ConcurrentUpdateError",
     "ConfigCenterError",
     "ConfigCenterUnavailable",
@@ -39,6 +42,7 @@ __all__ = [
     "RevisionCompacted",
     "StaleEpochError",
     "SwitchError",
+    "UnexpectedEpochError",
     "UnknownClusterError",
     "UnknownRouteError",
     "ValidationError",
@@ -83,6 +87,14 @@ class SwitchError(HotStandbyError):
 
 class ConcurrentUpdateError(SwitchError):
     """The route was modified by someone else between our read and our write."""
+
+
+class UnexpectedEpochError(SwitchError):
+    """A flip conditioned on the route's epoch (``--expect-epoch``) found another epoch."""
+
+
+class ClusterNotAnswering(SwitchError):
+    """A flip was refused because no broker of the target cluster answered a probe."""
 
 
 class FencedError(HotStandbyError):

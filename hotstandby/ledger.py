@@ -22,13 +22,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from hotstandby.errors import FormatError
+from hotstandby.doc_parsing import load_object, read_int, read_text
+from hotstandby.errors import ValidationError
 from hotstandby.identity import RecordId
 from hotstandby.rangeset import RangeSet
 
-__all__ = ["LedgerDocument", "PartitionLedger"]
+__all__ = ["MAX_LEDGER_BYTES", "LedgerDocument", "PartitionLedger"]
 
 _VERSION = 1
+#: etcd refuses requests over 1.5 MiB by default; a stored ledger is always smaller.
+MAX_LEDGER_BYTES = 2 * 1024 * 1024
 
 
 @dataclass
@@ -132,18 +135,22 @@ class PartitionLedger:
 
     @classmethod
     def from_sessions_json(cls, doc: Any, what: str) -> PartitionLedger:
+        """The ledger from its ``sessions`` JSON; :class:`ValidationError` if malformed."""
         out = cls()
         if not isinstance(doc, dict):
-            raise FormatError(f"{what}: 'sessions' must be an object")
+            raise ValidationError(what, "'sessions' must be an object")
         for key, value in doc.items():
             try:
+                if not isinstance(value, dict) or not isinstance(value.get("acked"), str):
+                    raise ValidationError(what, "must be an object with 'acked' (base64) and 'last_ack_ms'")
                 session = bytes.fromhex(key)
                 acked = RangeSet.from_bytes(base64.b64decode(value["acked"], validate=True))
-                out._sessions[session] = _Session(acked, int(value["last_ack_ms"]))
-            except (ValueError, KeyError, TypeError, binascii.Error) as exc:
-                if isinstance(exc, FormatError):
-                    raise FormatError(f"{what}: session {key[:32]}: {exc}") from None
-                raise FormatError(f"{what}: session {key[:32]}: {exc!r}") from None
+                last_ack_ms = read_int(what, value, "last_ack_ms", 0)
+            except ValidationError as exc:
+                raise ValidationError(what, f"session {key[:32]}: {exc.problem}") from None
+            except (ValueError, binascii.Error) as exc:  # FormatError is a ValueError too
+                raise ValidationError(what, f"session {key[:32]}: {exc}") from None
+            out._sessions[session] = _Session(acked, last_ack_ms)
         return out
 
 
@@ -170,15 +177,13 @@ class LedgerDocument:
 
     @classmethod
     def from_json(cls, raw: bytes | str, what: str = "ledger") -> LedgerDocument:
-        try:
-            doc = json.loads(raw)
-        except ValueError as exc:
-            raise FormatError(f"{what}: malformed JSON: {exc}") from None
-        if not isinstance(doc, dict) or doc.get("v") != _VERSION:
-            raise FormatError(f"{what}: not a version {_VERSION} ledger")
+        """Parse a stored ledger; any malformed value raises :class:`ValidationError`."""
+        doc = load_object(what, raw, max_bytes=MAX_LEDGER_BYTES)
+        if doc.get("v") != _VERSION:
+            raise ValidationError(what, f"not a version {_VERSION} ledger")
         return cls(
             ledger=PartitionLedger.from_sessions_json(doc.get("sessions", {}), what),
-            generation=int(doc.get("generation", -1)),
-            owner=str(doc.get("owner", "")),
-            updated_at_ms=int(doc.get("updated_at_ms", 0)),
+            generation=read_int(what, doc, "generation", -1),
+            owner=read_text(what, doc, "owner"),
+            updated_at_ms=read_int(what, doc, "updated_at_ms", 0),
         )

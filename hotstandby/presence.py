@@ -16,10 +16,11 @@ import time
 from typing import Any
 
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.errors import ConfigCenterError
+from hotstandby.doc_parsing import load_object
+from hotstandby.errors import ConfigCenterError, ValidationError
 from hotstandby.logs import get_logger
 
-__all__ = ["Presence", "list_clients"]
+__all__ = ["Presence", "list_clients", "parse_presence", "read_clients"]
 
 log = get_logger("hotstandby.presence")
 
@@ -81,14 +82,52 @@ class Presence:
                 self._lease = 0
 
 
-def list_clients(center: ConfigCenter, route: str) -> list[dict[str, Any]]:
-    """The presence documents of a route's live clients."""
+#: Field -> accepted JSON types of a presence document (others may be present: labels).
+_PRESENCE_FIELDS: dict[str, tuple[type, ...]] = {
+    "client": (str,),
+    "role": (str,),
+    "cluster": (str,),
+    "state": (str,),
+    "host": (str,),
+    "epoch": (int,),
+    "switches": (int,),
+    "pid": (int,),
+    "last_switch_ms": (int, float),
+    "since": (int, float),
+    "updated": (int, float),
+}
+
+
+def parse_presence(key: str, raw: bytes | str) -> dict[str, Any]:
+    """One presence document; :class:`~hotstandby.errors.ValidationError` if it is malformed
+    (the fields above, when present and not null, have their type; ``epoch`` is not negative)."""
+    doc = load_object(key, raw)
+    for name, types in _PRESENCE_FIELDS.items():
+        value = doc.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            raise ValidationError(key, f"'{name}' must be {' or '.join(t.__name__ for t in types)}, got {value!r:.40}")
+    if doc.get("epoch") is not None and doc["epoch"] < 0:
+        raise ValidationError(key, f"'epoch' must not be negative, got {doc['epoch']}")
+    return doc
+
+
+def read_clients(center: ConfigCenter, route: str) -> tuple[list[dict[str, Any]], list[ValidationError]]:
+    """The valid presence documents of a route's live clients, and the invalid ones' errors."""
     prefix = center.keys.client(route, "")
     kvs, _ = center.store.get_prefix(prefix)
-    out = []
+    out: list[dict[str, Any]] = []
+    problems: list[ValidationError] = []
     for kv in kvs:
         try:
-            out.append(json.loads(kv.value))
-        except ValueError:
-            log.warning("presence.malformed", key=kv.key)
+            out.append(parse_presence(kv.key, kv.value))
+        except ValidationError as exc:
+            problems.append(exc)
+    return out, problems
+
+
+def list_clients(center: ConfigCenter, route: str) -> list[dict[str, Any]]:
+    """The valid presence documents of a route's live clients; invalid ones are logged."""
+    out, problems = read_clients(center, route)
+    for exc in problems:
+        log.warning("presence.malformed", key=exc.key, problem=exc.problem)
     return out

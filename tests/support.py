@@ -5,7 +5,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from hotstandby.configcenter import Event, KeyValue, KVStore, RouteChange, WatchStream
@@ -124,6 +124,11 @@ class GatedStore(KVStore):
 
     def put_if_revision(self, key: str, value: bytes, mod_revision: int, *, lease: int = 0) -> bool:
         return self.inner.put_if_revision(key, value, mod_revision, lease=lease)
+
+    def commit_if_revisions(
+        self, expected: Mapping[str, int], puts: Mapping[str, bytes], deletes: Sequence[str] = ()
+    ) -> bool:
+        return self.inner.commit_if_revisions(expected, puts, deletes)
 
     def delete(self, key: str) -> bool:
         return self.inner.delete(key)

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 from hotstandby.configcenter.keys import Keys
 from hotstandby.configcenter.store import KeyValue, KVStore
-from hotstandby.documents import ClusterSpec, Link, Route, check_link, check_route, utc_now_iso
+from hotstandby.documents import ClusterSpec, Link, Route, check_floor, check_link, check_route, utc_now_iso
 from hotstandby.errors import (
     ConcurrentUpdateError,
     ConfigError,
     HotStandbyError,
     SwitchError,
+    UnexpectedEpochError,
     UnknownClusterError,
     UnknownRouteError,
     ValidationError,
@@ -45,13 +46,24 @@ def default_actor() -> str:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """Everything valid in the namespace at one revision, and what was not valid."""
+    """Everything valid in the namespace at one revision, and what was not valid.
+
+    ``floors`` holds each route's epoch floor (the last value the config center wrote, kept
+    after a delete); a stored route below its floor is a problem, not a route."""
 
     revision: int
     clusters: dict[str, ClusterSpec] = field(default_factory=dict)
     routes: dict[str, Route] = field(default_factory=dict)
     links: dict[tuple[str, str], Link] = field(default_factory=dict)
     problems: list[HotStandbyError] = field(default_factory=list)
+    floors: dict[str, Route] = field(default_factory=dict)
+
+
+def _segments(kv: KeyValue, prefix: str, count: int) -> list[str]:
+    parts = Keys.tail(kv.key, prefix)
+    if len(parts) != count or not all(parts):
+        raise ValidationError(kv.key, f"expected {count} name segment(s) after {prefix}")
+    return parts
 
 
 class ConfigCenter:
@@ -81,16 +93,32 @@ class ConfigCenter:
     # -- reading -------------------------------------------------------------------------
 
     def _parse_cluster(self, kv: KeyValue) -> ClusterSpec:
-        (name,) = Keys.tail(kv.key, self.keys.clusters)
+        (name,) = _segments(kv, self.keys.clusters, 1)
         return ClusterSpec.from_json(name, kv.value, key=kv.key)
 
     def _parse_route(self, kv: KeyValue) -> Route:
-        (name,) = Keys.tail(kv.key, self.keys.routes)
+        (name,) = _segments(kv, self.keys.routes, 1)
+        return Route.from_json(name, kv.value, key=kv.key)
+
+    def _parse_floor(self, kv: KeyValue) -> Route:
+        (name,) = _segments(kv, self.keys.epochs, 1)
         return Route.from_json(name, kv.value, key=kv.key)
 
     def _parse_link(self, kv: KeyValue) -> Link:
-        source, target = Keys.tail(kv.key, self.keys.links)
+        source, target = _segments(kv, self.keys.links, 2)
         return Link.from_json(source, target, kv.value, key=kv.key)
+
+    def epoch_floor(self, name: str) -> tuple[Route | None, int]:
+        """Route ``name``'s epoch floor and the floor key's mod revision (None, 0 if none).
+        An unreadable floor is logged and counts as none."""
+        kv = self.store.get(self.keys.epoch_floor(name))
+        if kv is None:
+            return None, 0
+        try:
+            return self._parse_floor(kv), kv.mod_revision
+        except ValidationError as exc:
+            log.warning("epoch_floor.invalid", key=kv.key, problem=exc.problem)
+            return None, kv.mod_revision
 
     def clusters(self) -> dict[str, ClusterSpec]:
         """Every valid cluster definition; invalid ones are logged and left out."""
@@ -108,9 +136,9 @@ class ConfigCenter:
         for kv in kvs:
             try:
                 doc = parse(kv)
-            except (ValidationError, ValueError) as exc:
-                log.warning("document.invalid", key=kv.key, problem=str(exc))
-                problems.append(exc if isinstance(exc, HotStandbyError) else ValidationError(kv.key, str(exc)))
+            except ValidationError as exc:
+                log.warning("document.invalid", key=kv.key, problem=exc.problem)
+                problems.append(exc)
                 continue
             out[key_of(doc)] = doc
         return out
@@ -118,7 +146,9 @@ class ConfigCenter:
     def snapshot(self) -> Snapshot:
         """All clusters, routes and links; routes that reference bad clusters are problems."""
         kvs, revision = self.store.get_prefix(self.keys.namespace + "/")
-        by_prefix: dict[str, list[KeyValue]] = {self.keys.clusters: [], self.keys.routes: [], self.keys.links: []}
+        by_prefix: dict[str, list[KeyValue]] = {
+            self.keys.clusters: [], self.keys.routes: [], self.keys.links: [], self.keys.epochs: []
+        }  # fmt: skip
         for kv in kvs:
             for prefix, bucket in by_prefix.items():
                 if kv.key.startswith(prefix):
@@ -129,13 +159,17 @@ class ConfigCenter:
         links = self._parse_all(
             by_prefix[self.keys.links], self._parse_link, lambda lk: (lk.source, lk.target), problems
         )
+        floors = self._parse_all(by_prefix[self.keys.epochs], self._parse_floor, lambda r: r.name, [])
+        invalid = {p.key.rsplit("/", 1)[-1]: p.problem for p in problems
+                   if isinstance(p, ValidationError) and p.key.startswith(self.keys.clusters)}  # fmt: skip
         for name, route in list(routes.items()):
             try:
-                check_route(route, clusters, key=self.keys.route(name))
+                check_floor(route, floors.get(name), key=self.keys.route(name))
+                check_route(route, clusters, key=self.keys.route(name), invalid=invalid)
             except ConfigError as exc:
                 problems.append(exc)
                 del routes[name]
-        return Snapshot(revision, clusters, routes, links, problems)
+        return Snapshot(revision, clusters, routes, links, problems, floors)
 
     def cluster(self, name: str) -> ClusterSpec:
         kv = self.store.get(self.keys.cluster(name))
@@ -149,9 +183,14 @@ class ConfigCenter:
             raise UnknownRouteError(f"unknown route {name!r} (no key {self.keys.route(name)})")
         return kv
 
+    def stored_route(self, name: str) -> Route:
+        """The route as stored, checked on its own (not against clusters or its floor)."""
+        return self._parse_route(self._route_kv(name))
+
     def route(self, name: str) -> Route:
-        """The route as stored, validated against the current cluster definitions."""
-        route = self._parse_route(self._route_kv(name))
+        """The route as stored, validated against its epoch floor and the cluster definitions."""
+        route = self.stored_route(name)
+        check_floor(route, self.epoch_floor(name)[0], key=self.keys.route(name))
         check_route(route, self.clusters())
         return route
 
@@ -178,34 +217,56 @@ class ConfigCenter:
         log.info("link.stored", source=link.source, target=link.target, policy=link.policy)
 
     def create_route(self, name: str, clusters: list[str], active: str, *, reason: str = "created") -> Route:
-        """Create a route at epoch 1; refuses an existing route or unknown clusters."""
+        """Create a route; refuses an existing route or unknown clusters. Its epoch is 1, or
+        the epoch after the floor a deleted route of that name left."""
+        key = self.keys.route(name)
         if active not in clusters:
-            raise ValidationError(self.keys.route(name), f"active cluster {active!r} is not one of {clusters}")
+            raise ValidationError(key, f"active cluster {active!r} is not one of {clusters}")
+        floor, floor_revision = self.epoch_floor(name)
         route = Route(
             name=name,
             active=active,
             clusters=tuple(clusters),
-            epoch=1,
+            epoch=floor.epoch + 1 if floor else 1,
             reason=reason,
             by=default_actor(),
             at=utc_now_iso(),
         )
         # Round-trip through the parser so a created route passes the same checks as a read one.
-        route = Route.from_json(name, route.to_json(), key=self.keys.route(name))
-        check_route(route, self.clusters(), key=self.keys.route(name))
-        if not self.store.put_if_revision(self.keys.route(name), route.to_json().encode(), 0):
-            raise ConfigError(f"{self.keys.route(name)}: route {name!r} already exists")
-        log.info("route.created", route=name, active=active, clusters=list(clusters))
+        route = Route.from_json(name, route.to_json(), key=key)
+        check_route(route, self.clusters(), key=key)
+        if not self._write_route(route, {key: 0, self.keys.epoch_floor(name): floor_revision}):
+            if self.store.get(key) is not None:
+                raise ConfigError(f"{key}: route {name!r} already exists")
+            raise ConcurrentUpdateError(f"route {name!r} was created or deleted meanwhile; try again")
+        log.info("route.created", route=name, active=active, clusters=list(clusters), epoch=route.epoch)
         return route
 
-    def switch(self, name: str, to: str, *, reason: str = "", by: str | None = None) -> Route:
-        """Flip route ``name`` to cluster ``to`` at epoch+1, atomically.
+    def _write_route(self, route: Route, expected: dict[str, int]) -> bool:
+        """Write the route and its epoch floor in one transaction, if ``expected`` holds."""
+        value = route.to_json().encode()
+        puts = {self.keys.route(route.name): value, self.keys.epoch_floor(route.name): value}
+        return self.store.commit_if_revisions(expected, puts)
 
-        The write is an etcd transaction conditioned on the mod revision read, so of two
-        concurrent flips one fails with :class:`ConcurrentUpdateError` instead of being lost.
+    def switch(
+        self, name: str, to: str, *, reason: str = "", by: str | None = None, expect_epoch: int | None = None
+    ) -> Route:
+        """Flip route ``name`` to cluster ``to`` at the next epoch, atomically.
+
+        The next epoch is one above the stored route's and its floor's. The write is an etcd
+        transaction conditioned on the mod revisions read, so of two concurrent flips one fails
+        with :class:`ConcurrentUpdateError` instead of being lost. With ``expect_epoch`` the flip
+        is refused (:class:`UnexpectedEpochError`) unless the route is at that epoch — two
+        operators acting on what they saw cannot both win.
         """
         kv = self._route_kv(name)
         current = self._parse_route(kv)
+        if expect_epoch is not None and current.epoch != expect_epoch:
+            raise UnexpectedEpochError(
+                f"route {name!r} is at epoch {current.epoch} (active {current.active!r}), not the expected "
+                f"{expect_epoch}: someone changed it; check `hotstandby status {name}` and decide again"
+            )
+        floor, floor_revision = self.epoch_floor(name)
         clusters = self.clusters()
         check_route(current, clusters, key=kv.key)
         if to not in clusters:
@@ -215,13 +276,31 @@ class ConfigCenter:
             raise SwitchError(f"cluster {to!r} is a {clusters[to].kind} cluster; route {name!r} is {kind}")
         if to not in current.clusters:
             raise SwitchError(f"cluster {to!r} is not one of route {name!r}'s clusters {list(current.clusters)}")
-        if to == current.active:
+        if to == current.active and (floor is None or floor == current):
             raise SwitchError(f"route {name!r} is already active on {to!r} (epoch {current.epoch})")
-        new = current.flipped(to, reason=reason, by=by or default_actor())
-        if not self.store.put_if_revision(kv.key, new.to_json().encode(), kv.mod_revision):
+        new = current.flipped(to, reason=reason, by=by or default_actor(), after=floor.epoch if floor else 0)
+        if not self._write_route(new, {kv.key: kv.mod_revision, self.keys.epoch_floor(name): floor_revision}):
             raise ConcurrentUpdateError(f"route {name!r} changed while switching; read it again and retry")
         log.info("route.switched", route=name, previous=current.active, active=to, epoch=new.epoch, reason=reason)
         return new
+
+    def delete_route(self, name: str) -> Route | None:
+        """Delete route ``name``, keeping its epoch floor so that a route created again under
+        that name continues above it. Returns the deleted value (None if it was invalid)."""
+        kv = self._route_kv(name)
+        floor, floor_revision = self.epoch_floor(name)
+        try:
+            current: Route | None = self._parse_route(kv)
+        except ValidationError:
+            current = None
+        puts = {}
+        if current is not None and (floor is None or current.epoch > floor.epoch):
+            puts[self.keys.epoch_floor(name)] = current.to_json().encode()
+        expected = {kv.key: kv.mod_revision, self.keys.epoch_floor(name): floor_revision}
+        if not self.store.commit_if_revisions(expected, puts, [kv.key]):
+            raise ConcurrentUpdateError(f"route {name!r} changed while deleting; read it again and retry")
+        log.info("route.deleted", route=name, epoch=current.epoch if current else None)
+        return current
 
     def register_topic(self, cluster: str, topic: str) -> None:
         """Note that ``topic`` exists on ``cluster``, for replicators that cannot list topics."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from hotstandby.configcenter.store import Event, KeyValue, KVStore, WatchStream
@@ -118,9 +118,9 @@ class _EtcdWatch(WatchStream):
         events = []
         for ev in item.events:
             if isinstance(ev, etcd_events.DeleteEvent):
-                events.append(Event("delete", ev.key.decode(), b"", ev.mod_revision))
+                events.append(Event("delete", ev.key.decode(errors="replace"), b"", ev.mod_revision))
             else:
-                events.append(Event("put", ev.key.decode(), bytes(ev.value), ev.mod_revision))
+                events.append(Event("put", ev.key.decode(errors="replace"), bytes(ev.value), ev.mod_revision))
         return events
 
     def cancel(self) -> None:
@@ -153,7 +153,7 @@ class EtcdStore(KVStore):
     def get_prefix(self, prefix: str) -> tuple[list[KeyValue], int]:
         with _mapped():
             resp = self._client.get_prefix_response(prefix, sort_order="ascend", sort_target="key")
-        kvs = [KeyValue(kv.key.decode(), bytes(kv.value), kv.mod_revision) for kv in resp.kvs]
+        kvs = [KeyValue(kv.key.decode(errors="replace"), bytes(kv.value), kv.mod_revision) for kv in resp.kvs]
         return kvs, resp.header.revision
 
     def put(self, key: str, value: bytes, *, lease: int = 0) -> int:
@@ -167,6 +167,16 @@ class EtcdStore(KVStore):
             ok, _ = self._client.transaction(
                 compare=[tx.mod(key) == mod_revision], success=[tx.put(key, value, lease=lease or None)], failure=[]
             )
+        return bool(ok)
+
+    def commit_if_revisions(
+        self, expected: Mapping[str, int], puts: Mapping[str, bytes], deletes: Sequence[str] = ()
+    ) -> bool:
+        tx = self._client.transactions
+        compare = [tx.mod(key) == revision for key, revision in expected.items()]
+        success = [tx.put(key, value) for key, value in puts.items()] + [tx.delete(key) for key in deletes]
+        with _mapped():
+            ok, _ = self._client.transaction(compare=compare, success=success, failure=[])
         return bool(ok)
 
     def delete(self, key: str) -> bool:

@@ -4,6 +4,8 @@
 
     <ns>/clusters/<name>                       ClusterSpec JSON
     <ns>/routes/<route>                        Route JSON
+    <ns>/epochs/<route>                        the last route value the config center wrote
+                                               (the epoch floor; outlives a deleted route)
     <ns>/links/<source>/<target>               Link JSON
     <ns>/ledgers/<group>/<topic>/<partition>   ack-ledger snapshot
     <ns>/clients/<route>/<client-id>           client presence (under a lease)
@@ -39,6 +41,13 @@ class Keys:
     @property
     def routes(self) -> str:
         return f"{self.namespace}/routes/"
+
+    @property
+    def epochs(self) -> str:
+        return f"{self.namespace}/epochs/"
+
+    def epoch_floor(self, route: str) -> str:
+        return self.epochs + _seg(route)
 
     @property
     def links(self) -> str:

@@ -11,6 +11,7 @@ import itertools
 import queue
 import threading
 import time
+from collections.abc import Mapping, Sequence
 
 from hotstandby.configcenter.store import Event, KeyValue, KVStore, WatchStream
 from hotstandby.errors import ConfigCenterUnavailable, RevisionCompacted
@@ -138,14 +139,36 @@ class MemoryStore(KVStore):
             self._put(key, value, lease)
             return True
 
+    def commit_if_revisions(
+        self, expected: Mapping[str, int], puts: Mapping[str, bytes], deletes: Sequence[str] = ()
+    ) -> bool:
+        with self._lock:
+            self._check()
+            for key, revision in expected.items():
+                current = self._data.get(key)
+                if (current.mod_revision if current else 0) != revision:
+                    return False
+            # etcd gives every operation of a transaction the same revision; one each is
+            # close enough for the watchers of this test store.
+            for key, value in puts.items():
+                self._put(key, value, 0)
+            for key in deletes:
+                self._delete(key)
+            return True
+
+    def _delete(self, key: str) -> None:
+        # Caller holds the lock.
+        if key in self._data:
+            del self._data[key]
+            self._revision += 1
+            self._commit(Event("delete", key, b"", self._revision))
+
     def delete(self, key: str) -> bool:
         with self._lock:
             self._check()
             if key not in self._data:
                 return False
-            del self._data[key]
-            self._revision += 1
-            self._commit(Event("delete", key, b"", self._revision))
+            self._delete(key)
             return True
 
     def watch_prefix(self, prefix: str, start_revision: int) -> WatchStream:

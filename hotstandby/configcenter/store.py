@@ -9,6 +9,7 @@ caller may retry (after a backoff); everything else is final.
 from __future__ import annotations
 
 import abc
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -75,6 +76,13 @@ class KVStore(abc.ABC):
     def put_if_revision(self, key: str, value: bytes, mod_revision: int, *, lease: int = 0) -> bool:
         """Write only if the key's mod revision is still ``mod_revision`` (0: key absent),
         attached to ``lease`` if not 0."""
+
+    @abc.abstractmethod
+    def commit_if_revisions(
+        self, expected: Mapping[str, int], puts: Mapping[str, bytes], deletes: Sequence[str] = ()
+    ) -> bool:
+        """One transaction: if every key of ``expected`` still has that mod revision (0: key
+        absent), write ``puts`` and delete ``deletes``; False (and nothing written) otherwise."""
 
     @abc.abstractmethod
     def delete(self, key: str) -> bool:

@@ -5,14 +5,19 @@
 * After a compaction (history it needs is gone) it re-reads every route and delivers those
   whose epoch moved forward.
 * Reconnects with exponential backoff and jitter (tenacity), interruptible by :meth:`stop`.
-* Never delivers an invalid route — malformed JSON, an unknown cluster, clusters of mixed
-  kinds, an epoch not greater than the one it has: it logs ``route.rejected`` and keeps the
-  current value. A deleted route is logged (``route.deleted``) and its last value is kept:
-  clients stay where they are.
+* Never delivers an invalid route — any malformed value (wrong types, deep nesting, huge,
+  not UTF-8), an unknown cluster, clusters of mixed kinds, an epoch not greater than the one
+  it has or below the route's epoch floor: it logs ``route.rejected`` once for that revision,
+  keeps the current value and goes on with the next revision. A deleted route is logged
+  (``route.deleted``) and its last value is kept: clients stay where they are.
+* An invalid cluster document is logged once per revision (``cluster.rejected``) and left
+  out; it blocks only routes that name that cluster (those are rejected with the reason, the
+  clients stay where they are), never the others.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,10 +25,9 @@ from dataclasses import dataclass
 import tenacity
 
 from hotstandby.configcenter.center import ConfigCenter
-from hotstandby.configcenter.keys import Keys
-from hotstandby.configcenter.store import Event, WatchStream
-from hotstandby.documents import Route, check_route, check_route_update
-from hotstandby.errors import ConfigError, HotStandbyError, RevisionCompacted
+from hotstandby.configcenter.store import Event, KeyValue, WatchStream
+from hotstandby.documents import ClusterSpec, Route, check_floor, check_route, check_route_update
+from hotstandby.errors import ConfigError, HotStandbyError, RevisionCompacted, ValidationError
 from hotstandby.logs import get_logger
 
 __all__ = ["RouteChange", "RouteWatcher"]
@@ -63,6 +67,8 @@ class RouteWatcher:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._revision = 0
+        # key -> mod revision of the invalid values already logged (each is logged once).
+        self._reported: dict[str, int] = {}
         self._need_resync = False
         self._connections = 0
         #: Connections re-established after the first one.
@@ -209,38 +215,88 @@ class RouteWatcher:
     # -- applying changes ------------------------------------------------------------------
 
     def _resync(self, *, deliver: bool) -> None:
-        snap = self._center.snapshot()
+        kvs, revision = self._store.get_prefix(self._prefix)
         self.resyncs += int(deliver)
-        for problem in snap.problems:
-            if self._prefix in str(problem):
-                self._reject("", problem, snap.revision)
-        for route in snap.routes.values():
-            self._offer(route, snap.revision, deliver=deliver)
-        self._revision = snap.revision
+        clusters, invalid = self._clusters()
+        floors, _ = self._store.get_prefix(self._center.keys.epochs)
+        by_name = {kv.key[len(self._center.keys.epochs) :]: kv for kv in floors}
+        for kv in kvs:
+            floor = functools.partial(by_name.get, kv.key[len(self._prefix) :])
+            self._consider(kv, clusters, invalid, floor, deliver=deliver)
+        self._revision = revision
 
     def _on_event(self, event: Event) -> None:
-        (name,) = Keys.tail(event.key, self._prefix)
+        kv = KeyValue(event.key, event.value, event.mod_revision)
         if event.type == "delete":
+            name = kv.key[len(self._prefix) :]
             log.warning("route.deleted", route=name, revision=event.mod_revision, kept=self.current(name) is not None)
         else:
-            try:
-                route = Route.from_json(name, event.value, key=event.key)
-                check_route(route, self._center.clusters(), key=event.key)
-            except ConfigError as exc:
-                self._reject(name, exc, event.mod_revision)
-            else:
-                self._offer(route, event.mod_revision, deliver=True)
+            clusters, invalid = self._clusters()
+            floor = self._center.keys.epochs + kv.key[len(self._prefix) :]
+            self._consider(kv, clusters, invalid, lambda: self._store.get(floor), deliver=True)
         # Only now is the event done: a failure above re-reads it after reconnecting.
         self._revision = event.mod_revision
 
-    def _offer(self, route: Route, revision: int, *, deliver: bool) -> None:
+    def _consider(
+        self,
+        kv: KeyValue,
+        clusters: dict[str, ClusterSpec],
+        invalid: dict[str, str],
+        read_floor: Callable[[], KeyValue | None],
+        *,
+        deliver: bool,
+    ) -> None:
+        """Validate one stored route value and offer it; an invalid one is rejected.
+
+        The epoch floor is checked for a route this watcher has no value of yet (a client
+        starting, a route created again after a delete); later values must exceed the one it
+        has, which is at least the floor of their time — reading the floor now instead would
+        refuse flips that were already superseded when their event arrives."""
+        try:
+            route = self._center._parse_route(kv)
+            floor_kv = read_floor() if self.current(route.name) is None else None
+            if floor_kv is not None:
+                try:
+                    floor: Route | None = self._center._parse_floor(floor_kv)
+                except ValidationError:
+                    floor = None  # unreadable floor: only the client-side fence applies
+                check_floor(route, floor, key=kv.key)
+            check_route(route, clusters, key=kv.key, invalid=invalid)
+        except self._store.recoverable_errors:
+            raise
+        except ConfigError as exc:
+            self._reject(kv, exc)
+        except Exception as exc:  # a value no check foresaw must not stop the watch either
+            log.exception("route.check_failed", key=kv.key, error=repr(exc))
+            self._reject(kv, exc)
+        else:
+            self._offer(route, kv.mod_revision, deliver=deliver, key=kv.key)
+
+    def _clusters(self) -> tuple[dict[str, ClusterSpec], dict[str, str]]:
+        """The valid cluster definitions and, by name, why the others are invalid."""
+        kvs, _ = self._store.get_prefix(self._center.keys.clusters)
+        valid: dict[str, ClusterSpec] = {}
+        invalid: dict[str, str] = {}
+        for kv in kvs:
+            try:
+                spec = self._center._parse_cluster(kv)
+            except ValidationError as exc:
+                invalid[kv.key[len(self._center.keys.clusters) :]] = exc.problem
+                if self._reported.get(kv.key) != kv.mod_revision:
+                    self._reported[kv.key] = kv.mod_revision
+                    log.warning("cluster.rejected", key=kv.key, revision=kv.mod_revision, reason=exc.problem)
+                continue
+            valid[spec.name] = spec
+        return valid, invalid
+
+    def _offer(self, route: Route, revision: int, *, deliver: bool, key: str) -> None:
         previous = self.current(route.name)
         if previous == route:
             return
         try:
-            check_route_update(previous, route, key=self._center.keys.route(route.name))
+            check_route_update(previous, route, key=key)
         except ConfigError as exc:
-            self._reject(route.name, exc, revision)
+            self._reject(KeyValue(key, b"", revision), exc)
             return
         with self._lock:
             self._routes[route.name] = route
@@ -260,6 +316,17 @@ class RouteWatcher:
             except Exception as exc:  # a subscriber's bug must not stop the watch
                 log.exception("route.subscriber_failed", route=route.name, error=repr(exc))
 
-    def _reject(self, name: str, exc: Exception, revision: int) -> None:
+    def _reject(self, kv: KeyValue, exc: Exception) -> None:
+        """Log an invalid route value once per revision (a resync meets it again)."""
+        if self._reported.get(kv.key) == kv.mod_revision:
+            return
+        self._reported[kv.key] = kv.mod_revision
         self.rejected += 1
-        log.warning("route.rejected", route=name or None, revision=revision, reason=str(exc))
+        reason = exc.problem if isinstance(exc, ValidationError) else str(exc)
+        log.warning(
+            "route.rejected",
+            route=kv.key[len(self._prefix) :],
+            key=kv.key,
+            revision=kv.mod_revision,
+            reason=reason[:500],
+        )

@@ -246,6 +246,9 @@ class ConfigCenterContract:
         ("value", "reason"),
         [
             (b"{oops", "malformed JSON"),
+            (b"[" * 10_000 + b"]" * 10_000, "nested deeper"),
+            (b'{"active": "\xff"}', "not UTF-8"),
+            (b'{"reason": "' + b"x" * 100_000 + b'"}', "larger than the limit"),
             (json.dumps({"active": "ghost", "clusters": ["ghost", "kafka-a"], "epoch": 9}).encode(), "unknown cluster"),
             (json.dumps({"active": "kafka-b", "clusters": ["kafka-a", "kafka-b"], "epoch": 1}).encode(), "not greater"),
             (
@@ -254,6 +257,7 @@ class ConfigCenterContract:
             ),
             (json.dumps({"active": "kafka-b", "clusters": ["kafka-a", "kafka-b"], "epoch": "7"}).encode(), "epoch"),
         ],
+        ids=["malformed", "deep", "not-utf8", "huge", "unknown-cluster", "stale", "mixed-kinds", "epoch-text"],
     )
     def test_watcher_rejects_invalid_routes_and_keeps_the_current_one(
         self, center: ConfigCenter, store: KVStore, value: bytes, reason: str

@@ -9,9 +9,10 @@ import pytest
 from hotstandby.configcenter.etcd import EtcdStore
 from hotstandby.refcluster import RefCluster
 from tests.contract.configcenter import ConfigCenterContract
+from tests.contract.fencing import FencingContract
 
 
-class TestEtcdConfigCenter(ConfigCenterContract):
+class TestEtcdConfigCenter(ConfigCenterContract, FencingContract):
     @pytest.fixture
     def store(self, refcluster: RefCluster) -> Iterator[EtcdStore]:
         store = EtcdStore(refcluster.settings().etcd, timeout=5.0)

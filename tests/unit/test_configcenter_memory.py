@@ -7,9 +7,10 @@ import pytest
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.errors import ConfigCenterUnavailable
 from tests.contract.configcenter import ConfigCenterContract
+from tests.contract.fencing import FencingContract
 
 
-class TestMemoryConfigCenter(ConfigCenterContract):
+class TestMemoryConfigCenter(ConfigCenterContract, FencingContract):
     @pytest.fixture
     def store(self) -> MemoryStore:
         return MemoryStore()

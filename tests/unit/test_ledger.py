@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hotstandby.configcenter import ConfigCenter, MemoryStore
-from hotstandby.errors import FencedError, FormatError
+from hotstandby.errors import FencedError, ValidationError
 from hotstandby.identity import RecordId
 from hotstandby.ledger import LedgerDocument, PartitionLedger
 from hotstandby.ledger_store import LedgerStore
@@ -65,7 +65,7 @@ def test_json_roundtrip_and_malformed_documents() -> None:
     for bad, match in [("{", "malformed"), ('{"v": 2}', "version 1"),
                        ('{"v": 1, "sessions": {"zz": {}}}', "session zz"),
                        ('{"v": 1, "sessions": {"01": {"last_ack_ms": 1, "acked": "!!"}}}', "session 01")]:  # fmt: skip
-        with pytest.raises(FormatError, match=match):
+        with pytest.raises(ValidationError, match=match):
             LedgerDocument.from_json(bad)
 
 
