@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from hotstandby.cli.output import emit, table
-from hotstandby.configcenter import ConfigCenter
-from hotstandby.documents import KINDS, ClusterSpec
-from hotstandby.errors import UnknownRouteError
-from hotstandby.presence import list_clients
+from hotstandby.cli.output import emit, invalid_section, table
+from hotstandby.configcenter import ConfigCenter, Snapshot
+from hotstandby.documents import KINDS, ClusterSpec, Route
+from hotstandby.errors import ClusterNotAnswering, HotStandbyError, UnknownRouteError, ValidationError
+from hotstandby.presence import read_clients
 from hotstandby.probe import ProbeResult, probe_cluster
 from hotstandby.settings import Settings
 
@@ -19,6 +20,19 @@ __all__ = ["add_commands"]
 
 def _center(args: argparse.Namespace) -> ConfigCenter:
     return ConfigCenter.open(Settings.resolve(etcd=args.etcd, namespace=args.namespace))
+
+
+def _problem(problem: HotStandbyError) -> dict[str, str]:
+    """An invalid entry as key and reason."""
+    if isinstance(problem, ValidationError):
+        return {"key": problem.key, "reason": problem.problem}
+    key, _, reason = str(problem).partition(": ")  # UnknownClusterError and the like: "<key>: <reason>"
+    return {"key": key, "reason": reason}
+
+
+def _invalid(snap: Snapshot, prefix: str) -> list[dict[str, str]]:
+    """The snapshot's problems under ``prefix``."""
+    return [p for p in map(_problem, snap.problems) if p["key"].startswith(prefix)]
 
 
 def _route_dict(route: Any) -> dict[str, Any]:
@@ -43,11 +57,9 @@ def clusters_list(args: argparse.Namespace) -> int:
              "producer": dict(c.producer), "consumer": dict(c.consumer)}
             for c in snap.clusters.values()
         ],
-        "problems": [str(p) for p in snap.problems if "/clusters/" in str(p)],
+        "invalid": _invalid(snap, center.keys.clusters),
     }  # fmt: skip
-    human = table(("CLUSTER", "KIND", "URL"), rows)
-    if data["problems"]:
-        human += "\n\ninvalid:\n" + "\n".join(f"  {p}" for p in data["problems"])
+    human = table(("CLUSTER", "KIND", "URL"), rows) + invalid_section(data["invalid"])
     emit(args.json, data, human)
     return 0
 
@@ -76,14 +88,12 @@ def routes_list(args: argparse.Namespace) -> int:
     with _center(args) as center:
         snap = center.snapshot()
     routes = [_route_dict(r) for r in snap.routes.values()]
-    problems = [str(p) for p in snap.problems if "/routes/" in str(p)]
+    invalid = _invalid(snap, center.keys.routes)
     human = table(
         ("ROUTE", "ACTIVE", "EPOCH", "CLUSTERS", "AT", "BY", "REASON"),
         [(r["name"], r["active"], r["epoch"], ",".join(r["clusters"]), r["at"], r["by"], r["reason"]) for r in routes],
-    )
-    if problems:
-        human += "\n\ninvalid:\n" + "\n".join(f"  {p}" for p in problems)
-    emit(args.json, {"routes": routes, "problems": problems}, human)
+    ) + invalid_section(invalid)
+    emit(args.json, {"routes": routes, "invalid": invalid}, human)
     return 0
 
 
@@ -95,10 +105,43 @@ def routes_create(args: argparse.Namespace) -> int:
     return 0
 
 
+def routes_delete(args: argparse.Namespace) -> int:
+    with _center(args) as center:
+        deleted = center.delete_route(args.route)
+        floor, _ = center.epoch_floor(args.route)
+    epoch = floor.epoch if floor else None
+    emit(
+        args.json,
+        {"name": args.route, "deleted": _route_dict(deleted) if deleted else None, "epoch_floor": epoch},
+        f"route {args.route} deleted; created again it starts at epoch {(epoch or 0) + 1}",
+    )
+    return 0
+
+
+def _probe_target(args: argparse.Namespace) -> Callable[[ClusterSpec], None] | None:
+    """The check run on the target before a flip is written: it must answer, unless --force."""
+
+    def check(spec: ClusterSpec) -> None:
+        result = probe_cluster(spec, timeout=args.probe_timeout)
+        if not result.ok:
+            raise ClusterNotAnswering(
+                f"cluster {spec.name!r} ({spec.url}) does not answer: {result.detail}. The route was not "
+                "changed; clients would not be able to work there. Use --force to flip anyway."
+            )
+
+    return None if args.force else check
+
+
 def switch(args: argparse.Namespace) -> int:
     with _center(args) as center:
-        before = center.route(args.route)
-        route = center.switch(args.route, args.to, reason=args.reason or "")
+        before = center.last_route(args.route)
+        route = center.switch(
+            args.route,
+            args.to,
+            reason=args.reason or "",
+            expect_epoch=args.expect_epoch,
+            before_write=_probe_target(args),
+        )
     emit(
         args.json,
         {**_route_dict(route), "previous": before.active, "previous_epoch": before.epoch},
@@ -107,15 +150,34 @@ def switch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _disagreements(route: Route, clients: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Running clients whose cluster or epoch differ from the stored route."""
+    return [
+        {"route": route.name, "client": c.get("client"), "cluster": c.get("cluster"), "epoch": c.get("epoch"),
+         "state": c.get("state"), "expected_cluster": route.active, "expected_epoch": route.epoch}
+        for c in clients
+        if c.get("cluster") != route.active or c.get("epoch") != route.epoch
+    ]  # fmt: skip
+
+
 def status(args: argparse.Namespace) -> int:
     settings = Settings.resolve(etcd=args.etcd, namespace=args.namespace)
     with ConfigCenter.open(settings) as center:
         snap = center.snapshot()
-        if args.route and args.route not in snap.routes:
+        invalid_routes = _invalid(snap, center.keys.routes)
+        invalid_keys = {p["key"] for p in invalid_routes}
+        if args.route and args.route not in snap.routes and center.keys.route(args.route) not in invalid_keys:
             raise UnknownRouteError(f"unknown route {args.route!r}; known: {', '.join(sorted(snap.routes)) or 'none'}")
-        clients = list_clients(center, args.route) if args.route else []
-    routes = {args.route: snap.routes[args.route]} if args.route else snap.routes
+        names = [args.route] if args.route else sorted(snap.routes)
+        clients: dict[str, list[dict[str, Any]]] = {}
+        problems: list[HotStandbyError] = list(snap.problems)
+        for name in names:
+            clients[name], bad = read_clients(center, name)
+            problems.extend(bad)
+    routes = {n: snap.routes[n] for n in names if n in snap.routes}
     specs = list(snap.clusters.values())
+    if args.route in routes:
+        specs = [c for c in specs if c.name in routes[args.route].clusters]
     with ThreadPoolExecutor(max_workers=max(len(specs), 1)) as pool:
         probes: list[ProbeResult] = list(pool.map(lambda s: probe_cluster(s, timeout=args.timeout), specs))
     answers = {p.cluster: p for p in probes}
@@ -124,6 +186,7 @@ def status(args: argparse.Namespace) -> int:
         ms = answers[name].latency_ms
         return None if ms is None else round(ms, 2)
 
+    disagree = [d for name, route in routes.items() for d in _disagreements(route, clients[name])]
     data: dict[str, Any] = {
         "etcd": [str(e) for e in settings.etcd],
         "namespace": settings.namespace,
@@ -140,18 +203,23 @@ def status(args: argparse.Namespace) -> int:
             }
             for s in specs
         ],
-        "problems": [str(p) for p in snap.problems],
+        "disagreeing_clients": disagree,
+        "invalid": [_problem(p) for p in problems],
     }
     if args.route:
-        route = routes[args.route]
-        specs = [c for c in specs if c.name in route.clusters]
-        data["clusters"] = [c for c in data["clusters"] if c["name"] in route.clusters]
-        data["clients"] = sorted(clients, key=lambda c: (c.get("cluster", ""), c.get("client", "")))
-        data["clients_per_cluster"] = {
-            name: sum(1 for c in clients if c.get("cluster") == name) for name in route.clusters
-        }
+        route_clients = clients[args.route]
+        data["clients"] = sorted(route_clients, key=lambda c: (str(c.get("cluster", "")), str(c.get("client", ""))))
+        if args.route in routes:
+            data["clients_per_cluster"] = {
+                name: sum(1 for c in route_clients if c.get("cluster") == name) for name in routes[args.route].clusters
+            }
+    emit(args.json, data, _status_text(args, settings, snap.revision, data))
+    return 1 if args.route and args.route not in routes else 0
+
+
+def _status_text(args: argparse.Namespace, settings: Settings, revision: int, data: dict[str, Any]) -> str:
     human = (
-        f"etcd {','.join(data['etcd'])}  namespace {settings.namespace}  revision {snap.revision}\n\n"
+        f"etcd {','.join(data['etcd'])}  namespace {settings.namespace}  revision {revision}\n\n"
         + table(
             ("ROUTE", "ACTIVE", "EPOCH", "CLUSTERS"),
             [(r["name"], r["active"], r["epoch"], ",".join(r["clusters"])) for r in data["routes"]],
@@ -166,8 +234,8 @@ def status(args: argparse.Namespace) -> int:
         )
     )
     if args.route:
-        counts = ", ".join(f"{n} on {name}" for name, n in data["clients_per_cluster"].items())
-        human += f"\n\nclients of {args.route}: {counts}\n" + table(
+        counts = ", ".join(f"{n} on {name}" for name, n in data.get("clients_per_cluster", {}).items())
+        human += f"\n\nclients of {args.route}: {counts or 'route invalid'}\n" + table(
             ("CLIENT", "ROLE", "CLUSTER", "EPOCH", "STATE", "SWITCHES", "LAST_SWITCH_MS", "HOST", "PID"),
             [
                 (c.get("client"), c.get("role"), c.get("cluster"), c.get("epoch"), c.get("state"),
@@ -175,10 +243,16 @@ def status(args: argparse.Namespace) -> int:
                 for c in data["clients"]
             ],
         )  # fmt: skip
-    if data["problems"]:
-        human += "\n\ninvalid:\n" + "\n".join(f"  {p}" for p in data["problems"])
-    emit(args.json, data, human)
-    return 0
+    if data["disagreeing_clients"]:
+        human += "\n\nclients that disagree with the stored route:\n" + table(
+            ("ROUTE", "CLIENT", "CLUSTER", "EPOCH", "STATE", "STORED_ACTIVE", "STORED_EPOCH"),
+            [
+                (d["route"], d["client"], d["cluster"], d["epoch"], d["state"], d["expected_cluster"],
+                 d["expected_epoch"])
+                for d in data["disagreeing_clients"]
+            ],
+        )  # fmt: skip
+    return human + invalid_section(data["invalid"])
 
 
 def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
@@ -199,16 +273,22 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     rsub = routes.add_subparsers(dest="action", required=True)
     p = rsub.add_parser("list", parents=[common], help="list routes")
     p.set_defaults(func=routes_list)
-    p = rsub.add_parser("create", parents=[common], help="create a route at epoch 1")
+    p = rsub.add_parser("create", parents=[common], help="create a route (epoch 1, or above a deleted one's)")
     p.add_argument("route")
     p.add_argument("--clusters", required=True, help="comma-separated cluster names")
     p.add_argument("--active", help="initially active cluster (default: the first)")
     p.set_defaults(func=routes_create)
+    p = rsub.add_parser("delete", parents=[common], help="delete a route, keeping its last epoch")
+    p.add_argument("route")
+    p.set_defaults(func=routes_delete)
 
-    p = sub.add_parser("switch", parents=[common], help="flip a route's active cluster (epoch+1)")
+    p = sub.add_parser("switch", parents=[common], help="flip a route's active cluster (next epoch)")
     p.add_argument("route")
     p.add_argument("--to", required=True, metavar="CLUSTER")
     p.add_argument("--reason", help="why (stored with the route)")
+    p.add_argument("--expect-epoch", type=int, metavar="N", help="refuse unless the route is at epoch N (atomic)")
+    p.add_argument("--force", action="store_true", help="flip even if the target cluster does not answer a probe")
+    p.add_argument("--probe-timeout", type=float, default=2.0, help="probe timeout per broker, seconds")
     p.set_defaults(func=switch)
 
     p = sub.add_parser("status", parents=[common], help="routes, whether each cluster answers, a route's clients")

@@ -183,6 +183,21 @@ class ConfigCenter:
             raise UnknownRouteError(f"unknown route {name!r} (no key {self.keys.route(name)})")
         return kv
 
+    def _base(self, kv: KeyValue, floor: Route | None) -> Route:
+        """What a change of the route starts from: the stored value, or — when that cannot
+        be read (written by hand) — the last value the config center wrote."""
+        try:
+            return self._parse_route(kv)
+        except ValidationError as exc:
+            if floor is None:
+                raise
+            log.warning("route.unreadable", key=kv.key, problem=exc.problem, using_epoch=floor.epoch)
+            return floor
+
+    def last_route(self, name: str) -> Route:
+        """The stored route as a change would start from it (see :meth:`switch`)."""
+        return self._base(self._route_kv(name), self.epoch_floor(name)[0])
+
     def stored_route(self, name: str) -> Route:
         """The route as stored, checked on its own (not against clusters or its floor)."""
         return self._parse_route(self._route_kv(name))
@@ -249,24 +264,34 @@ class ConfigCenter:
         return self.store.commit_if_revisions(expected, puts)
 
     def switch(
-        self, name: str, to: str, *, reason: str = "", by: str | None = None, expect_epoch: int | None = None
+        self,
+        name: str,
+        to: str,
+        *,
+        reason: str = "",
+        by: str | None = None,
+        expect_epoch: int | None = None,
+        before_write: Callable[[ClusterSpec], None] | None = None,
     ) -> Route:
         """Flip route ``name`` to cluster ``to`` at the next epoch, atomically.
 
-        The next epoch is one above the stored route's and its floor's. The write is an etcd
+        The next epoch is one above the stored route's and its floor's; a stored value that
+        cannot be read at all is replaced, starting from the floor (the last value written here). The write is an etcd
         transaction conditioned on the mod revisions read, so of two concurrent flips one fails
         with :class:`ConcurrentUpdateError` instead of being lost. With ``expect_epoch`` the flip
         is refused (:class:`UnexpectedEpochError`) unless the route is at that epoch — two
-        operators acting on what they saw cannot both win.
+        operators acting on what they saw cannot both win. ``before_write`` (e.g. a probe of
+        the target) is called with the target's definition once every check passed; an error
+        it raises leaves the route unchanged.
         """
         kv = self._route_kv(name)
-        current = self._parse_route(kv)
+        floor, floor_revision = self.epoch_floor(name)
+        current = self._base(kv, floor)
         if expect_epoch is not None and current.epoch != expect_epoch:
             raise UnexpectedEpochError(
                 f"route {name!r} is at epoch {current.epoch} (active {current.active!r}), not the expected "
                 f"{expect_epoch}: someone changed it; check `hotstandby status {name}` and decide again"
             )
-        floor, floor_revision = self.epoch_floor(name)
         clusters = self.clusters()
         check_route(current, clusters, key=kv.key)
         if to not in clusters:
@@ -278,6 +303,8 @@ class ConfigCenter:
             raise SwitchError(f"cluster {to!r} is not one of route {name!r}'s clusters {list(current.clusters)}")
         if to == current.active and (floor is None or floor == current):
             raise SwitchError(f"route {name!r} is already active on {to!r} (epoch {current.epoch})")
+        if before_write is not None:
+            before_write(clusters[to])
         new = current.flipped(to, reason=reason, by=by or default_actor(), after=floor.epoch if floor else 0)
         if not self._write_route(new, {kv.key: kv.mod_revision, self.keys.epoch_floor(name): floor_revision}):
             raise ConcurrentUpdateError(f"route {name!r} changed while switching; read it again and retry")

@@ -107,3 +107,30 @@ def test_malformed_values_written_with_etcdctl_are_rejected(
     reasons = [e["reason"] for e in logs if e["event"] == "route.rejected"]
     assert len(reasons) == 3
     assert "malformed JSON" in reasons[0] and "unknown cluster 'kafka-z'" in reasons[1] and "not greater" in reasons[2]
+
+
+@pytest.mark.parametrize("where", ["routes", "clusters"])
+def test_a_poisoned_value_is_rejected_once_and_a_later_flip_arrives_within_2_s(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str, where: str
+) -> None:
+    etcdctl = str(find_binaries().etcd).replace("etcdbin/etcd", "etcdbin/etcdctl")
+    # 10 KB of '[' (what stopped the watcher): under the route itself, or as an unused cluster.
+    key = center.keys.route("orders") if where == "routes" else center.keys.cluster("kafka-unused")
+    poison = "[" * 10_000
+    changes = ChangeQueue()
+    with capture_logs() as logs, center.watch_routes(changes) as watcher:
+        subprocess.run([etcdctl, "--endpoints", f"127.0.0.1:{refcluster.ports.etcd}", "put", key, poison],
+                       check=True, capture_output=True, timeout=30)  # fmt: skip
+        # Not through cli_main: it configures logging for itself, which ends capture_logs.
+        flipped_at = time.monotonic()
+        center.switch("orders", "kafka-b")
+        seen_at, change = changes.take_timed(timeout=10)
+        assert (change.route.active, change.route.epoch) == ("kafka-b", 2)
+        assert seen_at - flipped_at < 2.0, f"the flip arrived {seen_at - flipped_at:.2f} s after it was written"
+        center.switch("orders", "kafka-a")
+        assert changes.take().route.epoch == 3
+        changes.assert_empty()
+    event = "route.rejected" if where == "routes" else "cluster.rejected"
+    rejected = [e for e in logs if e["event"] == event]
+    assert len(rejected) == 1 and "nested deeper" in rejected[0]["reason"], rejected
+    assert watcher.current("orders").epoch == 3  # type: ignore[union-attr]
