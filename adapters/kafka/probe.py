@@ -7,6 +7,7 @@ Response: size, correlation id, error code, [api_key, min_version, max_version].
 
 from __future__ import annotations
 
+import ssl
 import struct
 
 from hotstandby.probe import ProtocolError, request_frame
@@ -17,11 +18,12 @@ _API_VERSIONS = 18
 _CLIENT_ID = b"hotstandby-probe"
 
 
-def probe(host: str, port: int, timeout: float) -> str:
-    """Raise OSError/ProtocolError unless the broker answers ApiVersions; returns a summary."""
+def probe(host: str, port: int, timeout: float, *, tls: ssl.SSLContext | None = None) -> str:
+    """Raise OSError/ProtocolError unless the broker answers ApiVersions; returns a summary.
+    With ``tls`` the request goes through a TLS handshake made with that context."""
     correlation_id = 0x4853  # "HS"
     body = struct.pack(">hhih", _API_VERSIONS, 0, correlation_id, len(_CLIENT_ID)) + _CLIENT_ID
-    reply = request_frame(host, port, struct.pack(">i", len(body)) + body, timeout)
+    reply = request_frame(host, port, struct.pack(">i", len(body)) + body, timeout, tls=tls)
     if len(reply) < 10:
         raise ProtocolError(f"short ApiVersions response ({len(reply)} bytes)")
     got_id, error_code, count = struct.unpack(">ihi", reply[:10])

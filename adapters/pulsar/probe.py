@@ -7,6 +7,7 @@ is the type (CONNECT = 2, CONNECTED = 3, ERROR = 14), field 2 the CommandConnect
 
 from __future__ import annotations
 
+import ssl
 import struct
 
 from hotstandby.errors import FormatError
@@ -42,13 +43,14 @@ def _fields(buf: bytes) -> dict[int, int | bytes]:
     return out
 
 
-def probe(host: str, port: int, timeout: float) -> str:
-    """Raise OSError/ProtocolError unless the broker answers CONNECTED; returns its version."""
+def probe(host: str, port: int, timeout: float, *, tls: ssl.SSLContext | None = None) -> str:
+    """Raise OSError/ProtocolError unless the broker answers CONNECTED; returns its version.
+    With ``tls`` the request goes through a TLS handshake made with that context."""
     version = b"hotstandby-probe"
     connect = b"\x0a" + write_uvarint(len(version)) + version + b"\x20" + write_uvarint(_PROTOCOL_VERSION)
     command = b"\x08" + write_uvarint(_CONNECT) + b"\x12" + write_uvarint(len(connect)) + connect
     frame = struct.pack(">ii", len(command) + 4, len(command)) + command
-    reply = request_frame(host, port, frame, timeout)
+    reply = request_frame(host, port, frame, timeout, tls=tls)
     (size,) = struct.unpack(">i", reply[:4])
     fields = _fields(reply[4 : 4 + size])
     kind = fields.get(1)
