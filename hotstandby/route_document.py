@@ -95,13 +95,16 @@ def check_route_update(current: Route | None, new: Route, *, key: str | None = N
 
 def check_floor(route: Route, floor: Route | None, *, key: str | None = None) -> None:
     """``route`` as stored is valid against the epoch floor (the last value the config center
-    wrote): a higher epoch, or exactly that value."""
-    if floor is None or route.epoch > floor.epoch or route == floor:
+    wrote): a higher epoch, or the floor's epoch with the same active cluster and clusters
+    (audit fields edited by hand do not matter)."""
+    if floor is None or route.epoch > floor.epoch:
+        return
+    if route.epoch == floor.epoch and (route.active, route.clusters) == (floor.active, floor.clusters):
         return
     key = key or f"routes/{route.name}"
     if route.epoch == floor.epoch:
         raise StaleEpochError(
             key, f"epoch {route.epoch} is not greater than the last epoch {floor.epoch} of this route, "
-            f"which had other contents (active {floor.active!r})",
+            f"which had other contents (active {floor.active!r}, clusters {list(floor.clusters)})",
         )  # fmt: skip
     raise StaleEpochError(key, f"epoch {route.epoch} is not greater than the last epoch {floor.epoch} of this route")

@@ -15,6 +15,7 @@ from hotstandby.errors import (
     ConcurrentUpdateError,
     ConfigError,
     HotStandbyError,
+    StaleEpochError,
     SwitchError,
     UnexpectedEpochError,
     UnknownClusterError,
@@ -194,6 +195,15 @@ class ConfigCenter:
             log.warning("route.unreadable", key=kv.key, problem=exc.problem, using_epoch=floor.epoch)
             return floor
 
+    @staticmethod
+    def _below_floor(route: Route, floor: Route | None) -> bool:
+        """Whether the stored ``route`` is invalid against its floor (a switch repairs it)."""
+        try:
+            check_floor(route, floor)
+        except StaleEpochError:
+            return True
+        return False
+
     def last_route(self, name: str) -> Route:
         """The stored route as a change would start from it (see :meth:`switch`)."""
         return self._base(self._route_kv(name), self.epoch_floor(name)[0])
@@ -301,7 +311,7 @@ class ConfigCenter:
             raise SwitchError(f"cluster {to!r} is a {clusters[to].kind} cluster; route {name!r} is {kind}")
         if to not in current.clusters:
             raise SwitchError(f"cluster {to!r} is not one of route {name!r}'s clusters {list(current.clusters)}")
-        if to == current.active and (floor is None or floor == current):
+        if to == current.active and not self._below_floor(current, floor):
             raise SwitchError(f"route {name!r} is already active on {to!r} (epoch {current.epoch})")
         if before_write is not None:
             before_write(clusters[to])

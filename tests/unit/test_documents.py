@@ -8,6 +8,7 @@ from hotstandby.documents import (
     ClusterSpec,
     Link,
     Route,
+    check_floor,
     check_route,
     check_route_update,
     resolve_secret_refs,
@@ -129,3 +130,14 @@ def test_link_defaults_are_mm2_defaults() -> None:
         Link.from_json("a", "b", '{"policy": "mirror"}')
     with pytest.raises(ValidationError, match="two different clusters"):
         Link.from_json("a", "a", "{}")
+
+
+def test_epoch_floor_allows_higher_epochs_and_the_same_route_with_edited_audit_fields() -> None:
+    floor = Route.from_json("orders", route_json(epoch=5, reason="by the CLI"))
+    check_floor(Route.from_json("orders", route_json(epoch=6, active="kafka-b")), floor)
+    check_floor(Route.from_json("orders", route_json(epoch=5, reason="edited by hand")), floor)
+    check_floor(Route.from_json("orders", route_json(epoch=1)), None)
+    with pytest.raises(StaleEpochError, match="epoch 4 is not greater than the last epoch 5"):
+        check_floor(Route.from_json("orders", route_json(epoch=4)), floor)
+    with pytest.raises(StaleEpochError, match="other contents"):
+        check_floor(Route.from_json("orders", route_json(epoch=5, active="kafka-b")), floor)
