@@ -43,8 +43,16 @@ JSON = st.recursive(
     ),
     max_leaves=25,
 )
+# A document wrapped in n levels of nesting, as an object field or bare (n up to 5000).
+NESTED = st.builds(
+    lambda n, doc, field: (f'{{"{field}": ' * (n % 2) + "[" * n + json.dumps(doc) + "]" * n + "}" * (n % 2)).encode(),
+    st.integers(min_value=0, max_value=5000),
+    JSON,
+    _FIELDS,
+)
 RAW = st.one_of(
     JSON.map(lambda doc: json.dumps(doc).encode()),
+    NESTED,
     st.binary(max_size=200),
     st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")),
 )
