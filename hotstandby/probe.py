@@ -8,6 +8,7 @@ a healthy TLS broker answers and a certificate its clients would refuse is repor
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
 import struct
@@ -112,8 +113,11 @@ def request_frame(
     """Send ``frame`` and read one reply framed by a big-endian int32 size (Kafka and Pulsar
     both), over TLS with ``tls`` (the handshake counts against ``timeout``)."""
     deadline = time.monotonic() + timeout
-    with socket.create_connection((host, port), timeout=timeout) as raw:
-        sock = tls.wrap_socket(raw, server_hostname=host) if tls else raw
+    with (
+        socket.create_connection((host, port), timeout=timeout) as raw,
+        # wrap_socket detaches ``raw``: the TLS socket is the one to close.
+        tls.wrap_socket(raw, server_hostname=host) if tls else contextlib.nullcontext(raw) as sock,
+    ):
         sock.sendall(frame)
 
         def read(n: int) -> bytes:

@@ -286,9 +286,10 @@ class ConfigCenter:
         """Flip route ``name`` to cluster ``to`` at the next epoch, atomically.
 
         The next epoch is one above the stored route's and its floor's; a stored value that
-        cannot be read at all is replaced, starting from the floor (the last value written here). The write is an etcd
-        transaction conditioned on the mod revisions read, so of two concurrent flips one fails
-        with :class:`ConcurrentUpdateError` instead of being lost. With ``expect_epoch`` the flip
+        cannot be read at all is replaced, starting from the floor (the last value written
+        here). The write is an etcd transaction conditioned on the mod revisions read, so of
+        two concurrent flips one fails with :class:`ConcurrentUpdateError` instead of being
+        lost. With ``expect_epoch`` the flip
         is refused (:class:`UnexpectedEpochError`) unless the route is at that epoch — two
         operators acting on what they saw cannot both win. ``before_write`` (e.g. a probe of
         the target) is called with the target's definition once every check passed; an error

@@ -249,9 +249,9 @@ class RouteWatcher:
         """Validate one stored route value and offer it; an invalid one is rejected.
 
         The epoch floor is checked for a route this watcher has no value of yet (a client
-        starting, a route created again after a delete); later values must exceed the one it
-        has, which is at least the floor of their time — reading the floor now instead would
-        refuse flips that were already superseded when their event arrives."""
+        starting, a route it never had; a deleted route's last value is kept). Later values
+        must exceed the one it has, which is at least the floor of their time — reading the
+        floor now instead would refuse flips already superseded when their event arrives."""
         try:
             route = self._center._parse_route(kv)
             floor_kv = read_floor() if self.current(route.name) is None else None
