@@ -8,6 +8,7 @@ never imports confluent_kafka, pulsar, pyspark or the etcd client.
 from hotstandby.configcenter import ConfigCenter, MemoryStore, RouteChange, RouteWatcher
 from hotstandby.documents import ClusterSpec, Link, Route
 from hotstandby.errors import (
+    ClusterNotAnswering,
     ConcurrentUpdateError,
     ConfigCenterError,
     ConfigCenterUnavailable,
@@ -18,6 +19,7 @@ from hotstandby.errors import (
     RefClusterError,
     StaleEpochError,
     SwitchError,
+    UnexpectedEpochError,
     UnknownClusterError,
     UnknownRouteError,
     ValidationError,
@@ -27,6 +29,7 @@ from hotstandby.settings import Settings
 __version__ = "0.1.0"
 
 __all__ = [
+    "ClusterNotAnswering",
     "ClusterSpec",
     "ConcurrentUpdateError",
     "ConfigCenter",
@@ -45,6 +48,7 @@ __all__ = [
     "Settings",
     "StaleEpochError",
     "SwitchError",
+    "UnexpectedEpochError",
     "UnknownClusterError",
     "UnknownRouteError",
     "ValidationError",

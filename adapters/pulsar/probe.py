@@ -2,7 +2,12 @@
 
 Frame: totalSize (int32) | commandSize (int32) | BaseCommand (protobuf). BaseCommand field 1
 is the type (CONNECT = 2, CONNECTED = 3, ERROR = 14), field 2 the CommandConnect
-(client_version = 1, protocol_version = 4), field 3 the CommandConnected (server_version = 1).
+(client_version = 1, protocol_version = 4), field 3 the CommandConnected (server_version = 1),
+field 14 the CommandError (error = 2, message = 3).
+
+A broker that requires authentication answers our credential-less CONNECT with an
+AuthenticationError or AuthorizationError: it is up (the clients bring credentials), so the
+probe reports it as answering; any other ERROR is a failure.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from hotstandby.probe import ProtocolError, request_frame
 __all__ = ["probe"]
 
 _CONNECT, _CONNECTED, _ERROR = 2, 3, 14
+_AUTH_ERRORS = {3: "AuthenticationError", 4: "AuthorizationError"}  # ServerError values
 _PROTOCOL_VERSION = 21
 
 
@@ -59,5 +65,11 @@ def probe(host: str, port: int, timeout: float, *, tls: ssl.SSLContext | None = 
         server = _fields(connected).get(1, b"") if isinstance(connected, bytes) else b""
         return f"pulsar protocol, server {server.decode(errors='replace') if isinstance(server, bytes) else '?'}"
     if kind == _ERROR:
-        raise ProtocolError("broker answered CONNECT with ERROR")
+        error = fields.get(14, b"")
+        detail = _fields(error) if isinstance(error, bytes) else {}
+        code, message = detail.get(2), detail.get(3, b"")
+        text = message.decode(errors="replace") if isinstance(message, bytes) else ""
+        if isinstance(code, int) and code in _AUTH_ERRORS:
+            return f"pulsar protocol, needs credentials ({_AUTH_ERRORS[code]}: {text})"
+        raise ProtocolError(f"broker answered CONNECT with ERROR {code!r}: {text}")
     raise ProtocolError(f"unexpected reply command type {kind!r}")

@@ -82,10 +82,24 @@ def test_pulsar_probe_sends_connect_and_reads_connected() -> None:
     assert pulsar_probe.probe("127.0.0.1", port, 2.0) == "pulsar protocol, server test"
 
 
+def _error_reply(code: int, message: bytes) -> bytes:
+    error = b"\x08\x01\x10" + bytes([code]) + b"\x1a" + bytes([len(message)]) + message
+    command = b"\x08\x0e\x72" + bytes([len(error)]) + error  # type ERROR, field 14 (CommandError)
+    return struct.pack(">ii", len(command) + 4, len(command)) + command
+
+
 def test_pulsar_probe_reports_error_reply() -> None:
     port, _, _ = serve_once(lambda body: struct.pack(">ii", 6, 2) + b"\x08\x0e")
     with pytest.raises(ProtocolError, match="ERROR"):
         pulsar_probe.probe("127.0.0.1", port, 2.0)
+    port, _, _ = serve_once(lambda body: _error_reply(6, b"not ready"))  # ServiceNotReady
+    with pytest.raises(ProtocolError, match="not ready"):
+        pulsar_probe.probe("127.0.0.1", port, 2.0)
+
+
+def test_a_broker_that_wants_credentials_answers() -> None:
+    port, _, _ = serve_once(lambda body: _error_reply(3, b"no auth data"))  # AuthenticationError
+    assert "needs credentials" in pulsar_probe.probe("127.0.0.1", port, 2.0)
 
 
 def test_closed_connection_is_a_protocol_error() -> None:

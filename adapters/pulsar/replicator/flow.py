@@ -23,6 +23,7 @@ Each copy carries, besides the source's properties:
 from __future__ import annotations
 
 import base64
+import binascii
 import contextlib
 import json
 import re
@@ -37,7 +38,8 @@ import pulsar
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM
 from hotstandby.adapters.pulsar.replicator.config import PulsarFlowConfig
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.errors import HotStandbyError
+from hotstandby.doc_parsing import load_object
+from hotstandby.errors import HotStandbyError, ValidationError
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.flow_status import FlowStatus
 from hotstandby.settings import Settings, parse_endpoints
@@ -45,6 +47,22 @@ from hotstandby.settings import Settings, parse_endpoints
 __all__ = ["BATCH_INDEX", "MARKER", "PARTITION", "REPL_SOURCE_POSITION", "PulsarFlow", "base_topic"]
 
 log = get_logger("hotstandby.replicator")
+
+
+def parse_progress(key: str, raw: bytes) -> bytes:
+    """The serialized message id stored under ``key`` (``{"message_id": base64, ...}``), or
+    :class:`ValidationError` for anything else, an id pulsar-client cannot read included."""
+    doc = load_object(key, raw)
+    encoded = doc.get("message_id")
+    if not isinstance(encoded, str) or not encoded:
+        raise ValidationError(key, "'message_id' must be a non-empty base64 string")
+    try:
+        serialized = base64.b64decode(encoded, validate=True)
+        pulsar.MessageId.deserialize(serialized)
+    except (ValueError, binascii.Error):
+        raise ValidationError(key, "'message_id' is not a serialized message id in base64") from None
+    return serialized
+
 
 BATCH_INDEX = "hs.repl.batch_index"
 PARTITION = "hs.repl.partition"
@@ -96,9 +114,15 @@ class PulsarFlow:
 
     def _load_progress(self, topic: str) -> pulsar.MessageId:
         if self._center is not None:
-            kv = self._center.store.get(self._progress_key(topic))
+            key = self._progress_key(topic)
+            kv = self._center.store.get(key)
             if kv is not None:
-                self._progress[topic] = base64.b64decode(json.loads(kv.value)["message_id"])
+                try:
+                    self._progress[topic] = parse_progress(key, kv.value)
+                except ValidationError as exc:
+                    # Copying again from the earliest message duplicates copies (filtered by
+                    # identity downstream); trusting a damaged position could skip messages.
+                    log.warning("replicator.progress_rejected", flow=self.config.name, topic=topic, reason=str(exc))
         saved = self._progress.get(topic)
         return pulsar.MessageId.deserialize(saved) if saved else pulsar.MessageId.earliest
 
