@@ -18,6 +18,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import IO
 
@@ -26,11 +27,14 @@ from confluent_kafka import Message, TopicPartition
 from hotstandby.adapters.kafka import Consumer
 from hotstandby.logs import configure
 
+PROCESSING_S = 0.05
+
 
 def commit_processed(consumer: Consumer, todo: queue.Queue[Message], turn: threading.Lock, out: IO[str]) -> None:
-    """Take what was handed out, then commit the last record of each partition."""
+    """Take what was handed out, process it, then commit the last record of each partition."""
     while True:
         batch = [todo.get()]
+        time.sleep(PROCESSING_S)  # the application's work on the batch
         while not todo.empty():
             batch.append(todo.get())
         last = {m.partition() or 0: m for m in batch if m is not None}
