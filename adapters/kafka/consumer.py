@@ -132,7 +132,7 @@ class Consumer(RouteClient):
         self._stored: dict[Slot, int] = {}
         self._acked: dict[Slot, int] = {}
         self._handed: dict[Slot, int] = {}
-        self._revoked_now: set[Slot] = set()  # revoked while librdkafka was fetching (see _next)
+        self._revoked_now: set[Slot] = set()  # revoked during the last fetch call (see _next)
         # Fetched from the current cluster, not yet examined (see _next).
         self._buffer: deque[Message] = deque()
         self._last_returned: tuple[Slot, int] | None = None  # (slot, offset) returned by poll
@@ -337,17 +337,21 @@ class Consumer(RouteClient):
             batch = self._inner.consume(_FETCH_BATCH, 0)
             if not batch:
                 msg = self._inner.poll(wait)
-                return None if msg is not None and self._fetched_before_revoke(msg) else msg
+                return None if msg is not None and self._revoked_now and self._not_ours([msg]) else msg
             if self._revoked_now:
-                batch = [m for m in batch if not self._fetched_before_revoke(m)]
+                batch = self._not_ours(batch, keep=True)
             self._buffer.extend(batch)
         return self._buffer.popleft() if self._buffer else None
 
-    def _fetched_before_revoke(self, msg: Message) -> bool:
-        """A record librdkafka fetched before its partition was revoked in the same call: dropped
-        like those already in our buffer (if the partition is ours again, reading restarts at
-        the committed offset; handing it out would skip the records before it)."""
-        return msg.error() is None and (msg.topic(), msg.partition()) in self._revoked_now
+    def _not_ours(self, batch: list[Message], *, keep: bool = False) -> list[Message]:
+        """Records of partitions revoked during the call that fetched them and not assigned to
+        us again: librdkafka fetched them before the revocation; the new owner reads them from
+        the committed offset. With ``keep``, the other records instead. (A partition assigned
+        again keeps its records: they follow what we examined, as the buffer was empty, and
+        reading restarts at the committed offset; AckTracker sets the earlier reads aside.)"""
+        assigned = {(tp.topic, tp.partition) for tp in self._inner.assignment()}
+        gone = self._revoked_now - assigned
+        return [m for m in batch if (m.error() is None and (m.topic(), m.partition()) in gone) != keep]
 
     def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
         out: list[Message] = []

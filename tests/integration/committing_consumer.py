@@ -27,7 +27,7 @@ from confluent_kafka import Message, TopicPartition
 from hotstandby.adapters.kafka import Consumer
 from hotstandby.logs import configure
 
-PROCESSING_S = 0.05
+PROCESSING_S = 0.1
 
 
 def commit_processed(consumer: Consumer, todo: queue.Queue[Message], turn: threading.Lock, out: IO[str]) -> None:

@@ -32,11 +32,11 @@ from tests.support import wait_for
 CHILD = Path(__file__).with_name("committing_consumer.py")
 PARTITIONS = 2
 RATE = 100  # records per second
-PRODUCE_S = 20.0
+PRODUCE_S = 24.0
 # Seconds into production: the reference broker's session timeout is 6 s, so every restarted
 # member joins a group in which the killed one still counts, and the group rebalances again
-# when the dead member expires — while the new one is committing.
-KILLS = (5.0, 12.0)
+# when the dead member expires — while the new one is committing and records still arrive.
+KILLS = (4.0, 10.0)
 
 
 @dataclass
