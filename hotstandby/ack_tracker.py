@@ -13,6 +13,12 @@ the application still works on the first. Acknowledging works through a slot's p
 (Kafka's commit: everything before an offset) or one position (Pulsar's individual ack);
 :meth:`collect` then moves the identities into the ledgers and says which ledgers changed, for
 the caller to store.
+
+A slot read again from an earlier position (Kafka: the partition was revoked and assigned
+again, and reading restarts at the committed offset) keeps what it handed out before *set
+aside*: a later acknowledgement through the slot's positions still covers those records, as
+a Kafka commit of a later offset covers every earlier record of its partition. Records
+before a position acknowledged through are covered already and not handed out again.
 """
 
 from __future__ import annotations
@@ -62,6 +68,8 @@ class AckTracker:
         self.filtered = 0
         # What was handed out on the previous cluster and never acknowledged (see reset).
         self._left: dict[Slot, _Delivered] = {}
+        # Per slot, what it handed out before it was read again from an earlier position.
+        self._aside: dict[Slot, list[_Delivered]] = {}
 
     # -- receiving ------------------------------------------------------------------------
 
@@ -74,8 +82,15 @@ class AckTracker:
         delivered = self._slots.get(slot)
         if delivered is None:
             delivered = self._slots[slot] = _Delivered(logical)
+        elif delivered.entries and delivered.entries[-1][0] >= position:
+            delivered = self._set_aside(slot)  # read again from an earlier position
         if origin is not None and not delivered.given_back:
             delivered.origins[position] = origin
+        if position < self._through.get(slot, -1):
+            # Acknowledged through already (a commit of a later record of the slot covers it).
+            self.filtered += 1
+            delivered.entries.append((position, None, timestamp_ms))
+            return False
         if rid is not None:
             flying = self._flying(logical)
             ledger = self.ledgers.get((logical, rid.partition))
@@ -86,6 +101,14 @@ class AckTracker:
             flying.add(rid)
         delivered.entries.append((position, rid, timestamp_ms))
         return True
+
+    def _set_aside(self, slot: Slot) -> _Delivered:
+        """Keep what ``slot`` handed out so far aside (positions start over); its new record list."""
+        old = self._slots[slot]
+        if old.entries:
+            self._aside.setdefault(slot, []).append(old)
+        new = self._slots[slot] = _Delivered(old.logical)
+        return new
 
     def _flying(self, logical: str) -> set[RecordId]:
         """The records of ``logical`` in flight."""
@@ -109,11 +132,7 @@ class AckTracker:
         not collected yet. A message the application got from a cluster the consumer has left
         is not: the same slot name and position name another record here."""
         delivered = self._slots.get(slot)
-        if delivered is None:
-            return False
-        entries = delivered.entries  # in position order
-        i = bisect_left(entries, position, key=lambda e: e[0])
-        return i < len(entries) and entries[i][0] == position and entries[i][1:] == (rid, timestamp_ms)
+        return any(_holds(d, position, rid, timestamp_ms) for d in (delivered, *self._aside.get(slot, ())))
 
     def release(self, slot: Slot, position: int) -> None:
         """The record at ``position`` was handed out and will not be acknowledged there (a
@@ -149,6 +168,8 @@ class AckTracker:
     def collect(self, now_ms: int) -> set[LedgerKey]:
         """Move the identities of acknowledged records into the ledgers; the ledgers changed."""
         touched: set[LedgerKey] = set()
+        if self._aside:
+            touched |= self._collect_aside(now_ms)
         # Sequences processed, per (logical topic, partition, session): added to the ledgers
         # together, a run of consecutive ones as one range (one per record costs more than
         # the rest of collecting it).
@@ -207,6 +228,27 @@ class AckTracker:
             touched.add(key)
         return touched
 
+    def _collect_aside(self, now_ms: int) -> set[LedgerKey]:
+        """Records set aside before a position acknowledged through join the ledgers by identity."""
+        touched: set[LedgerKey] = set()
+        for slot, olds in list(self._aside.items()):
+            through = self._through.get(slot, -1)
+            for old in olds:
+                in_flight = self._flying(old.logical)
+                while old.entries and old.entries[0][0] < through:
+                    _, rid, _ = old.entries.popleft()
+                    if rid is not None:
+                        in_flight.discard(rid)
+                        key = self.acknowledge_identity(old.logical, rid, now_ms)
+                        if key is not None:
+                            touched.add(key)
+            kept = [old for old in olds if old.entries]
+            if kept:
+                self._aside[slot] = kept
+            else:
+                del self._aside[slot]
+        return touched
+
     # -- bookkeeping ----------------------------------------------------------------------
 
     def settled_through(self, slot: Slot, position: int) -> bool:
@@ -227,17 +269,19 @@ class AckTracker:
         return {slot: d.entries[-1][0] + 1 for slot, d in self._slots.items() if d.entries}
 
     def forget(self, slots: set[Slot]) -> None:
-        """The slots were taken away (a rebalance): what was handed out there is not acknowledged
-        and may be handed out again — by whoever reads them next."""
+        """The slots were taken away (a rebalance): what was handed out there and not
+        acknowledged may be handed out again — by whoever reads it next. It stays aside: a
+        later acknowledgement through a slot's positions covers it (a Kafka commit after the
+        rebalance of a record handed out before it)."""
         for slot in slots:
-            delivered = self._slots.pop(slot, None)
-            self._through.pop(slot, None)
-            if delivered is None:
+            if slot not in self._slots:
                 continue
+            delivered = self._set_aside(slot)
             in_flight = self._flying(delivered.logical)
-            for _, rid, _ in delivered.entries:
-                if rid is not None:
-                    in_flight.discard(rid)
+            for old in self._aside.get(slot, ()):
+                for _, rid, _ in old.entries:
+                    if rid is not None:
+                        in_flight.discard(rid)
 
     def acknowledge_left_behind(
         self, slot: Slot, position: int, rid: RecordId | None, timestamp_ms: int, now_ms: int
@@ -276,8 +320,23 @@ class AckTracker:
         acknowledgements were collected and stored first). Ledgers stay; what was handed out
         and not acknowledged is kept aside until the next reset, for late acknowledgements."""
         self._left = {slot: d for slot, d in self._slots.items() if d.entries}
+        for slot, olds in self._aside.items():  # one list per slot, in position order
+            entries = sorted((e for d in (*olds, self._left.get(slot)) if d is not None for e in d.entries),
+                             key=lambda e: e[0])  # fmt: skip
+            merged = self._left[slot] = _Delivered(olds[0].logical)
+            merged.entries.extend(entries)
+        self._aside.clear()
         self._slots.clear()
         self._in_flight.clear()
         self._through.clear()
         self.last_acked_ts.clear()
         self.last_acked_origin.clear()
+
+
+def _holds(delivered: _Delivered | None, position: int, rid: RecordId | None, timestamp_ms: int) -> bool:
+    """Whether ``delivered`` handed out this record (same position, identity and timestamp)."""
+    if delivered is None:
+        return False
+    entries = delivered.entries  # in position order
+    i = bisect_left(entries, position, key=lambda e: e[0])
+    return i < len(entries) and entries[i][0] == position and entries[i][1:] == (rid, timestamp_ms)

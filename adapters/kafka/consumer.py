@@ -13,10 +13,14 @@ never hands a record over twice.
   Once the ledger is stored the records count as acknowledged, so ``commit(asynchronous=False)``
   returns when the ledger is stored; the broker's offsets are always committed asynchronously
   (a failure — an old cluster gone, a group being rebalanced — is logged, never raised, and a
-  synchronous broker commit would wait without a limit for a dead coordinator). A ledger that
-  cannot be stored raises.
+  synchronous broker commit would wait without a limit for a dead coordinator). While etcd is
+  unreachable acknowledgements are kept (they filter locally) and stored when it answers
+  (adapters/kafka/ledgers.py); a synchronous commit that cannot store them within
+  ``Settings.etcd_timeout`` raises ``KafkaException`` (``_TIMED_OUT``), as confluent_kafka's
+  does when the broker does not answer; nothing else raises for it.
 * ``commit`` acknowledges what confluent_kafka would commit: the stored offsets, a message's
-  partition up to that message, or the given offsets. Without auto commit the consumer
+  partition up to that message — also when it was handed out before a rebalance — or the given
+  offsets. Without auto commit the consumer
   acknowledges nothing on its own, not at a rebalance and not at a switch. A message the
   application got from a cluster the consumer has since left is acknowledged by identity (it
   and the records of its partition handed out before it), never by offset: its offset names
@@ -30,7 +34,6 @@ never hands a record over twice.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import deque
@@ -42,11 +45,12 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from hotstandby.ack_tracker import AckTracker
 from hotstandby.adapters.kafka.group_leave import PendingLeaves, leave_in_turn
+from hotstandby.adapters.kafka.ledgers import Ledgers
 from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
 from hotstandby.client_options import ClientOptions
 from hotstandby.configcenter.lock import StoreLock
 from hotstandby.documents import ClusterSpec, Link, Route
-from hotstandby.errors import ConfigCenterError, FencedError, FormatError
+from hotstandby.errors import ConfigCenterError, ConfigCenterUnavailable, FormatError
 from hotstandby.follower import RouteClient, RouteFollower, wait_slices
 from hotstandby.identity import HEADER, RecordId
 from hotstandby.ledger import PartitionLedger
@@ -119,9 +123,7 @@ class Consumer(RouteClient):
         self._on_revoke: Rebalance | None = None
         self._logical: dict[str, str] = {}  # physical topic -> logical topic
         self._acks = AckTracker()  # ledgers, records handed out, acknowledgements
-        self._generations: dict[tuple[str, int], int] = {}
-        self._owned: set[tuple[str, int]] = set()  # ledgers claimed for the current assignment
-        self._fenced: set[tuple[str, int]] = set()  # of those, claimed by another member since
+        self._ledgers = Ledgers(self._ledgers_store, self._acks, group=self.group, owner=self.options.client_id)
         self._starts: StartPositions | None = None  # after a switch: where each partition starts
         self._started: set[Slot] = set()
         # Per physical partition: the offset after the records stored as processed (returned
@@ -130,7 +132,7 @@ class Consumer(RouteClient):
         self._stored: dict[Slot, int] = {}
         self._acked: dict[Slot, int] = {}
         self._handed: dict[Slot, int] = {}
-        self._acked_elsewhere: set[tuple[str, int]] = set()  # ledgers to store: acknowledgements after a switch
+        self._revoked_now: set[Slot] = set()  # revoked during the last fetch call (see _next)
         # Fetched from the current cluster, not yet examined (see _next).
         self._buffer: deque[Message] = deque()
         self._last_returned: tuple[Slot, int] | None = None  # (slot, offset) returned by poll
@@ -195,14 +197,26 @@ class Consumer(RouteClient):
             inner.assign(partitions)
         if self._holding_since is not None:
             inner.pause(partitions)
-        for key in {(self._logical.get(tp.topic, tp.topic), tp.partition) for tp in partitions}:
-            doc = self._ledgers_store.claim(self.group, key[0], key[1], owner=self.options.client_id)
-            self._acks.merge(key, doc.ledger)
-            self._generations[key] = doc.generation
-            self._owned.add(key)
-            self._fenced.discard(key)
+        self._ledgers.claim({(self._logical.get(tp.topic, tp.topic), tp.partition) for tp in partitions})
+        if self._ledgers.unclaimed:
+            # Nothing of a partition is handed out before its ledger is claimed (etcd is
+            # unreachable): the previous owner's acknowledgements may be missing from ours.
+            if self._starts is None and self._holding_since is None:
+                inner.assign(partitions)
+            inner.pause(self._unclaimed(partitions))
         if self._on_assign:
             self._on_assign(self, self._logical_partitions(partitions))
+
+    def _unclaimed(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        unclaimed = self._ledgers.unclaimed
+        return [tp for tp in partitions if (self._logical.get(tp.topic, tp.topic), tp.partition) in unclaimed]
+
+    def _retry_claims(self) -> None:
+        """Claim the ledgers etcd did not let us claim at the assignment; resume their partitions."""
+        if self._ledgers.retry_claims() and self._holding_since is None:
+            assignment = self._inner.assignment()
+            unclaimed = {(tp.topic, tp.partition) for tp in self._unclaimed(assignment)}
+            self._inner.resume([tp for tp in assignment if (tp.topic, tp.partition) not in unclaimed])
 
     def _check_peers(self) -> None:
         """While holding: release once no other member is behind (or the drain timeout passed),
@@ -212,17 +226,25 @@ class Consumer(RouteClient):
         if now - self._last_peer_check < 0.1:
             return
         self._last_peer_check = now
-        behind = self._follower.await_peers(self._follower.route, 0, group=self.group)
+        try:
+            behind = self._follower.await_peers(self._follower.route, 0, group=self.group)
+            loaded = {key: self._ledgers_store.load(self.group, *key).ledger for key in sorted(self._ledgers.owned)}
+        except ConfigCenterError as exc:  # etcd unreachable: keep holding, ask again later
+            log.info("consumer.peers_unknown", group=self.group, error=str(exc))
+            self._last_peer_check = now + 0.9
+            return
         # A peer drains for at most the drain timeout, then stores its ledgers at once.
         timed_out = now - self._holding_since > 2 * self.options.drain_timeout_ms / 1000
         if behind and not timed_out:
             return
         if behind:
             log.warning("consumer.peers_behind", group=self.group, clients=behind, epoch=self._follower.route.epoch)
-        for topic, partition in sorted(self._owned):
-            self._acks.merge((topic, partition), self._ledgers_store.load(self.group, topic, partition).ledger)
+        for key, ledger in loaded.items():
+            self._acks.merge(key, ledger)
         self._holding_since = None
-        self._inner.resume(self._inner.assignment())
+        assignment = self._inner.assignment()
+        unclaimed = {(tp.topic, tp.partition) for tp in self._unclaimed(assignment)}
+        self._inner.resume([tp for tp in assignment if (tp.topic, tp.partition) not in unclaimed])
 
     def _merge_stored(self, topic: str, partition: int, ledger: PartitionLedger) -> None:
         """Acknowledgements stored by any member (ourselves included) join our filter."""
@@ -249,20 +271,22 @@ class Consumer(RouteClient):
         if self._on_revoke:
             # First, so that what the application commits there is kept too.
             self._on_revoke(self, self._logical_partitions(partitions))
-        if self._auto_commit:
-            self._commit(dict(self._stored))  # what was processed on these partitions is kept
+        if self._auto_commit:  # what was processed on these partitions is kept
+            self._commit(dict(self._stored), asynchronous=True)
         gone = {(tp.topic, tp.partition) for tp in partitions}
+        # What was handed out there stays aside: a later commit(message=...) still covers it.
         self._acks.forget(gone)
         for slot in gone:
-            for offsets in (self._stored, self._acked, self._handed):
+            for offsets in (self._stored, self._handed):
                 offsets.pop(slot, None)
-        # Fetched, never handed out: the partition's next owner reads them from the committed offset.
+        # Fetched, never handed out: the partition's next owner reads them from the committed
+        # offset (and so do we, if it is assigned to us again).
         self._buffer = deque(m for m in self._buffer if (m.topic(), m.partition()) not in gone)
+        self._revoked_now |= gone
         # A logical partition stays owned while another of its physical topics is still assigned.
         still = {(self._logical.get(t, t), p) for t, p in
                  {(tp.topic, tp.partition) for tp in self._inner.assignment()} - gone}  # fmt: skip
-        revoked = {(self._logical.get(t, t), p) for t, p in gone}
-        self._owned = {key for key in self._owned if key not in revoked or key in still}
+        self._ledgers.release({(self._logical.get(t, t), p) for t, p in gone} - still)
 
     # -- consuming ------------------------------------------------------------------------
 
@@ -271,6 +295,8 @@ class Consumer(RouteClient):
         with self._lock:
             self._mark_returned_processed()
             self._maybe_auto_commit()
+            if self._ledgers.dirty:  # acknowledgements etcd did not take yet
+                self._ledgers.store(set())
             # Fast path: records fetched already, none of the waits below needed.
             while self._buffer and not self._switching and self._holding_since is None:
                 out = self._accept(self._buffer.popleft())
@@ -283,6 +309,8 @@ class Consumer(RouteClient):
                     continue
                 if self._holding_since is not None:
                     self._check_peers()
+                if self._ledgers.unclaimed:
+                    self._retry_claims()
                 msg = self._next(wait)
                 if msg is None:
                     self._check_joined()
@@ -305,11 +333,25 @@ class Consumer(RouteClient):
         """The next fetched record: from the buffer, else a batch of what librdkafka holds, else
         one record waited for up to ``wait``."""
         if not self._buffer:
+            self._revoked_now.clear()
             batch = self._inner.consume(_FETCH_BATCH, 0)
             if not batch:
-                return self._inner.poll(wait)
+                msg = self._inner.poll(wait)
+                return None if msg is not None and self._revoked_now and self._not_ours([msg]) else msg
+            if self._revoked_now:
+                batch = self._not_ours(batch, keep=True)
             self._buffer.extend(batch)
-        return self._buffer.popleft()
+        return self._buffer.popleft() if self._buffer else None
+
+    def _not_ours(self, batch: list[Message], *, keep: bool = False) -> list[Message]:
+        """Records of partitions revoked during the call that fetched them and not assigned to
+        us again: librdkafka fetched them before the revocation; the new owner reads them from
+        the committed offset. With ``keep``, the other records instead. (A partition assigned
+        again keeps its records: they follow what we examined, as the buffer was empty, and
+        reading restarts at the committed offset; AckTracker sets the earlier reads aside.)"""
+        assigned = {(tp.topic, tp.partition) for tp in self._inner.assignment()}
+        gone = self._revoked_now - assigned
+        return [m for m in batch if (m.error() is None and (m.topic(), m.partition()) in gone) != keep]
 
     def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
         out: list[Message] = []
@@ -337,7 +379,6 @@ class Consumer(RouteClient):
             stored = self._stored.get(slot, 0)
             if stored > self._handed.get(slot, -1) and stored <= offset:
                 self._stored[slot] = offset + 1
-            log.debug("record.filtered", topic=logical, partition=partition, offset=offset)
             return None
         self._last_returned = (slot, offset)
         self._handed[slot] = offset
@@ -377,18 +418,22 @@ class Consumer(RouteClient):
             rid = _record_id(headers, physical, slot[1], offset) if headers else None
             timestamp = message.timestamp()[1]
             if self._acks.handed_out(slot, offset, rid, timestamp):
+                # Handed out on this cluster, before or after a rebalance: the commit covers it
+                # and the earlier records of its partition, as confluent_kafka's does.
                 return {slot: offset + 1}
-            # Handed out on a cluster this consumer has left (or acknowledged already): its
-            # offset names another record here, so it is acknowledged by identity only.
+            # Handed out on a cluster this consumer has left: its offset names another record
+            # here, so it (and what it covers there) is acknowledged by identity only.
             left = self._acks.acknowledge_left_behind(slot, offset, rid, timestamp, _now_ms())
-            if left is None and rid is not None:
+            if left is not None:
+                log.info("consumer.acknowledged_after_switch", topic=physical, partition=slot[1], offset=offset,
+                         cluster=self._spec.name)  # fmt: skip
+            elif rid is not None:  # acknowledged already (or from a cluster left before the last)
                 key = self._acks.acknowledge_identity(str(message.topic()), rid, _now_ms())
                 left = {key} if key is not None else set()
-            if left is None:
+            else:
                 log.info("consumer.ack_without_identity_ignored", topic=physical, partition=slot[1], offset=offset,
                          cluster=self._spec.name)  # fmt: skip
-            else:
-                self._acked_elsewhere |= left
+            self._ledgers.dirty |= left or set()
             return {}
         if offsets is not None:
             # Offsets name physical partitions: the logical topic's own ("orders") or a remote
@@ -415,10 +460,18 @@ class Consumer(RouteClient):
                 self._acked[slot] = next_offset
 
     def _commit(self, positions: dict[Slot, int], *, asynchronous: bool = False) -> list[TopicPartition] | None:
+        """Acknowledge, store the ledgers, then commit on the broker. A synchronous commit whose
+        ledgers etcd did not take within its timeout fails as confluent_kafka's does when the
+        broker does not answer (``_TIMED_OUT``); the acknowledgements are kept and stored later.
+        An asynchronous one (auto commit too) never raises: what is not stored is retried."""
         self._last_auto_commit = time.monotonic()
         self._acknowledge(positions)
-        self._flush_ledgers(self._acks.collect(_now_ms()))
-        self._store_elsewhere_acks()
+        keys = self._acks.collect(_now_ms())
+        deadline = None if asynchronous else time.monotonic() + self.options.settings.etcd_timeout
+        if not self._ledgers.store(keys, deadline=deadline) and deadline is not None:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT,
+                                            f"commit: the ledger could not be stored in the config center within "
+                                            f"{self.options.settings.etcd_timeout} s; it is kept and stored later"))  # fmt: skip
         if not positions:
             return None
         offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(positions.items())]
@@ -431,38 +484,6 @@ class Consumer(RouteClient):
         except KafkaException as exc:
             log.warning("consumer.broker_commit_failed", cluster=self._spec.name, error=str(exc))
         return None if asynchronous else offsets
-
-    def _store_elsewhere_acks(self) -> None:
-        """Store ledgers that gained acknowledgements of records from a cluster we left. Saves
-        merge, so this works whoever owns the partition now; its owner follows the stored
-        ledgers and skips the records (unless it handed them out already: at least once)."""
-        for topic, partition in sorted(self._acked_elsewhere):
-            generation = self._generations.get((topic, partition), 0) if (topic, partition) in self._owned else 0
-            with contextlib.suppress(FencedError):  # merged into another member's ledger, as intended
-                self._ledgers_store.save(
-                    self.group, topic, partition, self._acks.ledger((topic, partition)),
-                    generation=generation, owner=self.options.client_id,
-                )  # fmt: skip
-            self._acked_elsewhere.discard((topic, partition))  # kept until stored: a failed save raises
-            log.info("consumer.acknowledged_after_switch", topic=topic, partition=partition, cluster=self._spec.name)
-
-    def _flush_ledgers(self, keys: set[tuple[str, int]]) -> None:
-        """Store the given ledgers, those this member owns; acks of others' partitions stay local
-        (a record acknowledged after its partition was revoked counts as not processed)."""
-        for topic, partition in sorted(keys & self._owned):
-            generation = self._generations.get((topic, partition), 0)
-            try:
-                self._ledgers_store.save(
-                    self.group, topic, partition, self._acks.ledger((topic, partition)),
-                    generation=generation, owner=self.options.client_id,
-                )  # fmt: skip
-            except FencedError as exc:
-                # Another member claimed it while the broker still has it assigned to us (a
-                # rebalance or a switch in progress): our acknowledgements were merged, and
-                # they keep being stored until the partition is revoked.
-                if (topic, partition) not in self._fenced:
-                    self._fenced.add((topic, partition))
-                    log.warning("ledger.fenced", topic=topic, partition=partition, error=str(exc))
 
     # -- the rest of the confluent_kafka surface ------------------------------------------
 
@@ -491,10 +512,10 @@ class Consumer(RouteClient):
         with self._lock:
             if self._auto_commit:
                 self._mark_returned_processed()
-                self._commit(dict(self._stored))
-            else:
-                self._flush_ledgers(set(self._owned))
-                self._store_elsewhere_acks()
+                self._commit(dict(self._stored), asynchronous=True)
+            deadline = time.monotonic() + self.options.settings.etcd_timeout
+            if not self._ledgers.store(set(self._ledgers.owned), deadline=deadline):
+                log.warning("consumer.ledgers_unstored", group=self.group, ledgers=len(self._ledgers.dirty))
             inner = self._inner
             self._closing = True
         self._leave(inner, self._spec, self._mark_leaving(self._spec))
@@ -546,7 +567,7 @@ class Consumer(RouteClient):
             )  # fmt: skip
             self._started.clear()
             self._inner, self._spec = new, spec
-            self._owned.clear()  # claimed again as the new cluster assigns partitions
+            self._ledgers.reset()  # claimed again as the new cluster assigns partitions
             self._acks.reset()
             self._buffer.clear()  # fetched from the old cluster, never handed out
             for offsets in (self._stored, self._acked, self._handed):
@@ -578,8 +599,9 @@ class Consumer(RouteClient):
         if self._auto_commit:
             self._mark_returned_processed()
             self._acknowledge(dict(self._stored))
-        self._flush_ledgers(self._acks.collect(_now_ms()) | self._owned)
-        self._store_elsewhere_acks()
+        keys = self._acks.collect(_now_ms()) | self._ledgers.owned
+        if not self._ledgers.store(keys, deadline=time.monotonic() + self.options.settings.etcd_timeout):
+            raise ConfigCenterUnavailable("the ledgers could not be stored before the switch; it is retried")
         if self._acked:
             offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(self._acked.items())]
             try:

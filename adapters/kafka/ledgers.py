@@ -1,0 +1,136 @@
+"""A Kafka consumer's ledgers in the config center: claimed as partitions are assigned, stored
+as records are acknowledged — and kept working while the config center is unreachable.
+
+* A ledger is *claimed* when its partition is assigned (a higher generation fences the previous
+  owner's writes). A claim that fails (etcd unreachable) is retried; until it succeeds the
+  consumer hands out nothing of that partition, since it cannot know what the previous owner
+  stored.
+* Acknowledged ledgers are *dirty* until stored. Every dirty ledger is stored, owned or not:
+  a commit that returned covers its records whoever owns the partition now (saves merge; the
+  owner follows the stored ledgers and skips them). A ledger this member does not own is saved
+  under generation -1, so it never takes the ownership.
+* While etcd is unreachable acknowledgements stay in the local ledgers (which filter what this
+  member reads) and are stored when it answers again: :meth:`store` without a deadline tries
+  at most once per second, with one it retries until the deadline.
+"""
+
+from __future__ import annotations
+
+import time
+
+from hotstandby.ack_tracker import AckTracker, LedgerKey
+from hotstandby.errors import ConcurrentUpdateError, ConfigCenterError, FencedError
+from hotstandby.ledger_store import LedgerStore
+from hotstandby.logs import get_logger
+
+__all__ = ["Ledgers"]
+
+log = get_logger("hotstandby.kafka.consumer")
+
+# After a failed attempt, attempts without a deadline (auto commit, asynchronous commits, polls)
+# wait this long: an unreachable etcd must not slow every poll down.
+_RETRY_S = 1.0
+_STORE_ERRORS = (ConfigCenterError, ConcurrentUpdateError)
+
+
+class Ledgers:
+    """Ownership and storing of one consumer's ledgers (see the module doc)."""
+
+    def __init__(self, store: LedgerStore, acks: AckTracker, *, group: str, owner: str) -> None:
+        self._store = store
+        self._acks = acks
+        self.group = group
+        self.owner = owner
+        self.generations: dict[LedgerKey, int] = {}
+        self.owned: set[LedgerKey] = set()  # claimed for the current assignment
+        self.unclaimed: set[LedgerKey] = set()  # assigned, claim not done yet (etcd unreachable)
+        self.fenced: set[LedgerKey] = set()  # owned, but claimed by another member since
+        self.dirty: set[LedgerKey] = set()  # acknowledgements not stored yet
+        self._retry_at = 0.0
+        self._failing = False
+
+    # -- ownership ------------------------------------------------------------------------
+
+    def claim(self, keys: set[LedgerKey]) -> set[LedgerKey]:
+        """Claim the ledgers of newly assigned partitions; returns those claimed now (the
+        others are retried by :meth:`retry_claims`)."""
+        self.unclaimed |= keys - self.owned
+        return self.retry_claims(force=True)
+
+    def retry_claims(self, *, force: bool = False) -> set[LedgerKey]:
+        done: set[LedgerKey] = set()
+        if not self.unclaimed or not (force or time.monotonic() >= self._retry_at):
+            return done
+        for topic, partition in sorted(self.unclaimed):
+            try:
+                doc = self._store.claim(self.group, topic, partition, owner=self.owner)
+            except _STORE_ERRORS as exc:
+                self._failed("ledger.claim_failed", exc)
+                break
+            key = (topic, partition)
+            self._acks.merge(key, doc.ledger)
+            self.generations[key] = doc.generation
+            self.owned.add(key)
+            self.fenced.discard(key)
+            done.add(key)
+        self.unclaimed -= done
+        return done
+
+    def release(self, keys: set[LedgerKey]) -> None:
+        """The partitions were revoked: their ledgers are no longer ours (what is dirty is
+        still stored, merged into the new owner's)."""
+        self.owned -= keys
+        self.unclaimed -= keys
+
+    def reset(self) -> None:
+        """A switch: partitions are claimed again as the new cluster assigns them."""
+        self.owned.clear()
+        self.unclaimed.clear()
+
+    # -- storing --------------------------------------------------------------------------
+
+    def store(self, keys: set[LedgerKey], *, deadline: float | None = None) -> bool:
+        """Store ``keys`` and every ledger still dirty; True when nothing is left unstored.
+        Without ``deadline`` one attempt (none within a second of a failed one); with one,
+        attempts until it passes."""
+        self.dirty |= keys
+        while True:
+            if self._attempt(force=deadline is not None):
+                return True
+            if deadline is None or time.monotonic() >= deadline:
+                return False
+            time.sleep(min(0.1, max(deadline - time.monotonic(), 0.0)))
+
+    def _attempt(self, *, force: bool) -> bool:
+        if not self.dirty:
+            return True
+        if not force and time.monotonic() < self._retry_at:
+            return False
+        for key in sorted(self.dirty):
+            owned = key in self.owned
+            try:
+                self._store.save(self.group, key[0], key[1], self._acks.ledger(key),
+                                 generation=self.generations.get(key, 0) if owned else -1,
+                                 owner=self.owner)  # fmt: skip
+            except FencedError as exc:
+                # Merged into another member's ledger. For a partition the broker still has
+                # assigned to us (a rebalance or a switch in progress) we keep storing until
+                # it is revoked; for one we do not own this is what was intended.
+                if owned and key not in self.fenced:
+                    self.fenced.add(key)
+                    log.warning("ledger.fenced", topic=key[0], partition=key[1], error=str(exc))
+            except _STORE_ERRORS as exc:
+                self._failed("ledger.store_failed", exc)
+                return False
+            self.dirty.discard(key)
+        if self._failing:
+            self._failing = False
+            log.info("ledger.stored_again", group=self.group)
+        return True
+
+    def _failed(self, event: str, exc: Exception) -> None:
+        """Log once per outage; no attempt without a deadline for a while."""
+        self._retry_at = time.monotonic() + _RETRY_S
+        if not self._failing:
+            self._failing = True
+            log.warning(event, group=self.group, dirty=len(self.dirty), error=str(exc))
