@@ -16,7 +16,8 @@ from __future__ import annotations
 import time
 
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.errors import ConcurrentUpdateError, FencedError
+from hotstandby.configcenter.store import KeyValue
+from hotstandby.errors import ConcurrentUpdateError, FencedError, ValidationError
 from hotstandby.ledger import LedgerDocument, PartitionLedger
 from hotstandby.logs import get_logger
 
@@ -42,19 +43,24 @@ class LedgerStore:
         return self._center.keys.ledger(group, topic, partition)
 
     def load(self, group: str, topic: str, partition: int) -> LedgerDocument:
-        """The stored ledger (empty, generation -1, if there is none)."""
-        kv = self._center.store.get(self.key(group, topic, partition))
-        if kv is None:
-            return LedgerDocument(PartitionLedger())
-        return LedgerDocument.from_json(kv.value, kv.key)
+        """The stored ledger (empty, generation -1, if there is none or it is unreadable)."""
+        return self._read(self.key(group, topic, partition))[1]
+
+    def _read(self, key: str) -> tuple[KeyValue | None, LedgerDocument]:
+        kv = self._center.store.get(key)
+        if kv is not None:
+            try:
+                return kv, LedgerDocument.from_json(kv.value, key)
+            except ValidationError as exc:
+                log.error("ledger.rejected", key=key, revision=kv.mod_revision, reason=str(exc))
+        return kv, LedgerDocument(PartitionLedger())
 
     def claim(self, group: str, topic: str, partition: int, *, owner: str) -> LedgerDocument:
         """Take a partition's ledger over: store it under the next generation and return it.
         Writes by earlier owners (lower generations) are refused from then on."""
         key = self.key(group, topic, partition)
         for _ in range(_CAS_ATTEMPTS):
-            kv = self._center.store.get(key)
-            stored = LedgerDocument.from_json(kv.value, key) if kv else LedgerDocument(PartitionLedger())
+            kv, stored = self._read(key)
             doc = LedgerDocument(stored.ledger, generation=stored.generation + 1, owner=owner, updated_at_ms=_now_ms())
             if self._center.store.put_if_revision(key, doc.to_json().encode(), kv.mod_revision if kv else 0):
                 log.info("ledger.claimed", key=key, generation=doc.generation, owner=owner, records=len(doc.ledger))
@@ -67,8 +73,7 @@ class LedgerStore:
         """Merge ``ledger`` into the stored one under ``generation``; returns what was written."""
         key = self.key(group, topic, partition)
         for _ in range(_CAS_ATTEMPTS):
-            kv = self._center.store.get(key)
-            stored = LedgerDocument.from_json(kv.value, key) if kv else LedgerDocument(PartitionLedger())
+            kv, stored = self._read(key)
             fenced = stored.generation > generation
             merged = stored.ledger
             merged.merge(ledger)

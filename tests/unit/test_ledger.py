@@ -120,3 +120,20 @@ def test_claiming_fences_the_previous_owner(store: LedgerStore) -> None:
     assert second.generation == first.generation + 1 and rid(S1, 0) in second.ledger
     with pytest.raises(FencedError):
         store.save("g", "t", 0, ledger, generation=first.generation, owner="c1")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"[[[[", b"\xff\xfe", b'{"generation": "x"}', b"[" * 5000 + b"]" * 5000],
+    ids=["truncated", "not-utf8", "wrong-type", "deep"],
+)
+def test_a_damaged_stored_ledger_is_replaced_not_raised(store: LedgerStore, raw: bytes) -> None:
+    key = store.key("g", "orders", 0)
+    store._center.store.put(key, raw)
+    assert len(store.load("g", "orders", 0).ledger) == 0
+    claimed = store.claim("g", "orders", 0, owner="m1")
+    assert claimed.generation == 0 and len(claimed.ledger) == 0
+    ledger = PartitionLedger()
+    ledger.ack(rid(b"s" * 16, 3), int(time.time() * 1000))
+    store.save("g", "orders", 0, ledger, generation=claimed.generation, owner="m1")
+    assert store.load("g", "orders", 0).ledger.has(rid(b"s" * 16, 3))
