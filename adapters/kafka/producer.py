@@ -43,6 +43,9 @@ DeliveryCallback = Callable[[KafkaError | None, Message], None]
 _PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 _METADATA_TIMEOUT_S = 10.0
 _DEFAULT_MAX_PENDING = 100_000  # librdkafka's queue.buffering.max.messages default
+_DEFAULT_MAX_KBYTES = 1_048_576  # librdkafka's queue.buffering.max.kbytes default
+_MAX_KBYTES = 2_147_483_647  # the largest queue.buffering.max.kbytes librdkafka takes
+_DEFAULT_MESSAGE_TIMEOUT_MS = 300_000  # librdkafka's message.timeout.ms default
 
 
 @dataclass(eq=False)
@@ -119,6 +122,12 @@ class Producer(RouteClient):
 
     def _connect(self, spec: ClusterSpec) -> RawProducer:
         config = {**spec.client_config("producer"), **self._raw_config, "bootstrap.servers": spec.url}
+        # The SDK's re-send gets a share of librdkafka's queue next to the application's (as
+        # large, and the replay window's bytes): the application's own records are limited by
+        # queue.buffering.max.messages in produce(), the re-send by _replay.
+        kbytes = int(config.get("queue.buffering.max.kbytes", _DEFAULT_MAX_KBYTES))
+        config["queue.buffering.max.messages"] = 2 * self._max_pending
+        config["queue.buffering.max.kbytes"] = min(_MAX_KBYTES, kbytes + self.options.replay_window_bytes // 1024 + 1)
         return RawProducer(config, **self._raw_kwargs)
 
     def _partitions(self, inner: RawProducer, topic: str) -> int:
@@ -292,14 +301,27 @@ class Producer(RouteClient):
             self.trimmed += trimmed
             replay = {r.slot: r for r in self._window}
             replay.update(self._pending)
-            for record in sorted(replay.values(), key=lambda r: r.slot):
-                self._send(record, wait_s=_METADATA_TIMEOUT_S)
+            self._replay(new, sorted(replay.values(), key=lambda r: r.slot))
             self.resent += len(replay)
             self.switches += 1
         old.poll(0)  # callbacks of the old client are ignored (older generation)
         old.close()  # nothing is left in it (purged): it stops reconnecting to the old cluster
         log.info("producer.switched", client=self.options.client_id, source=current.active, to=target.active,
                  epoch=target.epoch, resent=len(replay), replicated=trimmed)  # fmt: skip
+
+    def _replay(self, new: RawProducer, records: list[_Record]) -> None:
+        """Re-send ``records`` in order (lock held: new records wait behind them), keeping the
+        replay window's records in ``new``'s queue within the SDK's share of it, so that the
+        application's records find the room they would find with confluent-kafka."""
+        timeout_s = int(self._raw_config.get("message.timeout.ms", _DEFAULT_MESSAGE_TIMEOUT_MS)) / 1000
+        deadline = time.monotonic() + (timeout_s if timeout_s > 0 else _DEFAULT_MESSAGE_TIMEOUT_MS / 1000)
+        for record in records:
+            # In the queue: the application's pending records, and at most a share of the window's.
+            while len(new) >= self._max_pending + len(self._pending):
+                if time.monotonic() >= deadline:
+                    raise BufferError(f"re-send: no room in the queue within {timeout_s:.0f} s")
+                new.poll(0.05)
+            self._send(record, wait_s=max(0.0, deadline - time.monotonic()))
 
     def _replication_positions(self, source: str, target: ClusterSpec) -> dict[tuple[str, int], Position]:
         link: Link | None = self._follower.center.links().get((source, target.name))
