@@ -86,6 +86,24 @@ def _headers(headers: Any) -> list[tuple[str, str | bytes | None]]:
     return out
 
 
+def _delivery_settings(raw: dict[str, Any]) -> tuple[DeliveryCallback | None, bool, dict[str, Any]]:
+    """confluent-kafka's own delivery settings, taken out of the configuration: the SDK needs
+    every delivery report from librdkafka and passes them on as confluent-kafka would.
+
+    ``on_delivery`` (any case) is the callback of records produced without one;
+    ``delivery.report.only.error`` (a bool) reports failures only."""
+    rest = dict(raw)
+    on_delivery: DeliveryCallback | None = None
+    for name in [k for k in rest if k.lower() == "on_delivery"]:
+        on_delivery = rest.pop(name)
+        if not callable(on_delivery):
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, f"{name} requires a callable object"))
+    only_errors = rest.pop("delivery.report.only.error", False)
+    if not isinstance(only_errors, bool):
+        raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "delivery.report.only.error requires bool"))
+    return on_delivery, only_errors, rest
+
+
 class _Closed:
     """Stands in for the client after :meth:`Producer.close`."""
 
@@ -97,8 +115,9 @@ class Producer(RouteClient):
     """Drop-in replacement for :class:`confluent_kafka.Producer` (see the module doc)."""
 
     def __init__(self, config: dict[str, Any], **kwargs: Any) -> None:
-        self.options, self._raw_config = ClientOptions.split(config, role="producer")
-        self._raw_kwargs = kwargs
+        # As confluent-kafka, keywords are configuration properties too (logger=...).
+        self.options, raw = ClientOptions.split({**config, **kwargs}, role="producer")
+        self._on_delivery, self._only_errors, self._raw_config = _delivery_settings(raw)
         self._max_pending = int(self._raw_config.get("queue.buffering.max.messages", _DEFAULT_MAX_PENDING))
         self._follower = RouteFollower(self.options, "kafka", role="producer")
         self._lock = threading.RLock()
@@ -128,7 +147,7 @@ class Producer(RouteClient):
         kbytes = int(config.get("queue.buffering.max.kbytes", _DEFAULT_MAX_KBYTES))
         config["queue.buffering.max.messages"] = 2 * self._max_pending
         config["queue.buffering.max.kbytes"] = min(_MAX_KBYTES, kbytes + self.options.replay_window_bytes // 1024 + 1)
-        return RawProducer(config, **self._raw_kwargs)
+        return RawProducer(config)
 
     def _partitions(self, inner: RawProducer, topic: str) -> int:
         count = self._partition_counts.get(topic)
@@ -179,7 +198,9 @@ class Producer(RouteClient):
                 # A fixed timestamp, so a re-sent copy carries the original one.
                 timestamp=timestamp or int(time.time() * 1000),
                 rid=rid,
-                on_delivery=on_delivery or callback,
+                on_delivery=(
+                    on_delivery if on_delivery is not None else callback if callback is not None else self._on_delivery
+                ),
                 size=len(key_b or b"") + len(value_b or b""),
             )
             try:
@@ -231,7 +252,7 @@ class Producer(RouteClient):
             if not record.reported:
                 record.reported = True
                 report = record.on_delivery
-        if report is not None:
+        if report is not None and (err is not None or not self._only_errors):
             report(err, msg)
 
     # -- the confluent_kafka surface ------------------------------------------------------
