@@ -24,6 +24,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pulsar
+from pulsar.schema import Schema
 
 from hotstandby.adapters.pulsar.adapter import decode_identity
 from hotstandby.documents import ClusterSpec
@@ -55,6 +56,22 @@ def exception_for(result: pulsar.Result) -> pulsar.PulsarException:
     """The exception pulsar-client raises for ``result`` (its classes are named after the results)."""
     kind = getattr(pulsar.exceptions, result.name, pulsar.PulsarException)
     return kind(f"Failed to send message: {result.name}")
+
+
+class _Encoded(Schema):  # type: ignore[misc]  # pulsar.schema is untyped
+    """The application's schema towards the broker (its schema info), for content the SDK
+    encoded with it already: re-sends then neither encode twice nor need the object."""
+
+    def __init__(self, schema: Schema) -> None:
+        self._record_cls = bytes
+        self._schema_info = schema.schema_info()
+        self._inner_schema = schema
+
+    def encode(self, obj: bytes) -> bytes:
+        return obj
+
+    def decode(self, data: bytes) -> Any:
+        return self._inner_schema.decode(data)
 
 
 class _Message:
@@ -89,6 +106,12 @@ class Producer:
         self._client = client
         self._topic = topic
         self._kwargs = dict(kwargs)
+        # send(obj) encodes with the schema here; pulsar-client gets the bytes and the schema info.
+        self._schema: Schema | None = self._kwargs.pop("schema", None)
+        if self._schema is not None:
+            if not isinstance(self._schema, Schema):
+                raise ValueError(f"Argument schema is expected to be of type 'Schema' and not '{type(self._schema)}'")
+            self._kwargs["schema"] = _Encoded(self._schema)
         options = client.options
         # _lock guards the state and is all an acknowledgement needs; _send_lock keeps sends in
         # sequence order and is held while pulsar-client may block (a full queue), which must
@@ -166,7 +189,9 @@ class Producer:
         props = dict(properties) if properties else {}
         if HEADER in props:
             raise ValueError(f"the {HEADER!r} property is set by hotstandby; do not set it yourself")
-        if type(content) is not bytes:
+        if self._schema is not None:
+            content = self._schema.encode(content)
+        elif type(content) is not bytes:
             content = bytes(content)
         # _send_lock alone: it orders the sends, and the state an acknowledgement changes
         # (_pending) takes one dict operation at a time; a switch holds both locks.

@@ -12,6 +12,7 @@ import pytest
 
 from hotstandby.adapters.pulsar import Client
 from hotstandby.configcenter import ConfigCenter
+from hotstandby.identity import HEADER
 from hotstandby.refcluster import RefCluster
 from tests.integration import test_pulsar_client as base
 from tests.integration.pulsar_helpers import acknowledge_until, nothing_more
@@ -94,3 +95,23 @@ def test_a_refused_send_raises_the_class_pulsar_client_raises(client: Client, to
         producer.send(b"second")
     producer.flush()
     assert first == [pulsar.Result.Ok]
+
+
+def test_a_schema_producer_and_consumer_work_as_with_pulsar_client(client: Client, topic: str) -> None:
+    """send(obj) encodes with the producer's schema, msg.value() decodes with the consumer's;
+    the SDK's identity property rides along (properties are outside the schema)."""
+    from pulsar.schema import StringSchema
+
+    consumer = client.subscribe(topic, "typed", schema=StringSchema(),
+                                initial_position=pulsar.InitialPosition.Earliest)  # fmt: skip
+    producer = client.create_producer(topic, schema=StringSchema())
+    producer.send("text", properties={"k": "v"})
+    producer.send_async("more", None)
+    producer.flush()
+    got = [consumer.receive(timeout_millis=10_000) for _ in range(2)]
+    assert [m.value() for m in got] == ["text", "more"]
+    assert got[0].data() == b"text" and got[0].properties()["k"] == "v" and HEADER in got[0].properties()
+    with pytest.raises(TypeError):
+        producer.send(b"bytes are not a string")  # refused by the schema, as by pulsar-client
+    for m in got:
+        consumer.acknowledge(m)
