@@ -306,7 +306,7 @@ class Producer:
         while True:
             with self._lock:
                 while True:
-                    if generation != self._generation:
+                    if generation != self._generation or self._closed:
                         return
                     backlog = self._backlog
                     if backlog:
