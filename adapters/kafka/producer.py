@@ -44,7 +44,7 @@ _PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 _METADATA_TIMEOUT_S = 10.0
 _DEFAULT_MAX_PENDING = 100_000  # librdkafka's queue.buffering.max.messages default
 _DEFAULT_MAX_KBYTES = 1_048_576  # librdkafka's queue.buffering.max.kbytes default
-_MAX_KBYTES = 2_147_483_647  # the largest queue.buffering.max.kbytes librdkafka takes
+_MAX_KBYTES = _MAX_QUEUE = 2_147_483_647  # the largest queue.buffering.max.kbytes/.messages librdkafka takes
 _DEFAULT_MESSAGE_TIMEOUT_MS = 300_000  # librdkafka's message.timeout.ms default
 
 
@@ -145,7 +145,7 @@ class Producer(RouteClient):
         # large, and the replay window's bytes): the application's own records are limited by
         # queue.buffering.max.messages in produce(), the re-send by _replay.
         kbytes = int(config.get("queue.buffering.max.kbytes", _DEFAULT_MAX_KBYTES))
-        config["queue.buffering.max.messages"] = 2 * self._max_pending
+        config["queue.buffering.max.messages"] = min(_MAX_QUEUE, 2 * self._max_pending)
         config["queue.buffering.max.kbytes"] = min(_MAX_KBYTES, kbytes + self.options.replay_window_bytes // 1024 + 1)
         return RawProducer(config)
 
