@@ -47,6 +47,7 @@ from hotstandby.ack_tracker import AckTracker
 from hotstandby.adapters.kafka.group_leave import PendingLeaves, leave_in_turn
 from hotstandby.adapters.kafka.ledgers import Ledgers
 from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
+from hotstandby.adapters.kafka.topic_map import physical_topics
 from hotstandby.client_options import ClientOptions
 from hotstandby.configcenter.lock import StoreLock
 from hotstandby.documents import ClusterSpec, Link, Route
@@ -158,16 +159,14 @@ class Consumer(RouteClient):
 
     def _physical_topics(self, cluster: str) -> dict[str, str]:
         """physical topic on ``cluster`` -> logical topic: each topic and its remote copies there."""
-        route = self._follower.route
         links = self._follower.center.links()
-        out: dict[str, str] = {}
-        for topic in self._topics:
-            out[topic] = topic
-            for other in route.clusters:
-                link: Link | None = links.get((other, cluster))
-                if other != cluster and link is not None and link.policy == "prefix":
-                    out[f"{other}{link.separator}{topic}"] = topic
-        return out
+        prefixes = []
+        for other in self._follower.route.clusters:
+            link: Link | None = links.get((other, cluster))
+            if other != cluster and link is not None and link.policy == "prefix":
+                prefixes.append(f"{other}{link.separator}")
+        mapping: dict[str, str] = physical_topics(self._topics, prefixes)
+        return mapping
 
     def subscribe(
         self, topics: Sequence[str], on_assign: Rebalance | None = None, on_revoke: Rebalance | None = None

@@ -43,6 +43,9 @@ DeliveryCallback = Callable[[KafkaError | None, Message], None]
 _PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 _METADATA_TIMEOUT_S = 10.0
 _DEFAULT_MAX_PENDING = 100_000  # librdkafka's queue.buffering.max.messages default
+_DEFAULT_MAX_KBYTES = 1_048_576  # librdkafka's queue.buffering.max.kbytes default
+_MAX_KBYTES = _MAX_QUEUE = 2_147_483_647  # the largest queue.buffering.max.kbytes/.messages librdkafka takes
+_DEFAULT_MESSAGE_TIMEOUT_MS = 300_000  # librdkafka's message.timeout.ms default
 
 
 @dataclass(eq=False)
@@ -83,6 +86,24 @@ def _headers(headers: Any) -> list[tuple[str, str | bytes | None]]:
     return out
 
 
+def _delivery_settings(raw: dict[str, Any]) -> tuple[DeliveryCallback | None, bool, dict[str, Any]]:
+    """confluent-kafka's own delivery settings, taken out of the configuration: the SDK needs
+    every delivery report from librdkafka and passes them on as confluent-kafka would.
+
+    ``on_delivery`` (any case) is the callback of records produced without one;
+    ``delivery.report.only.error`` (a bool) reports failures only."""
+    rest = dict(raw)
+    on_delivery: DeliveryCallback | None = None
+    for name in [k for k in rest if k.lower() == "on_delivery"]:
+        on_delivery = rest.pop(name)
+        if not callable(on_delivery):
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, f"{name} requires a callable object"))
+    only_errors = rest.pop("delivery.report.only.error", False)
+    if not isinstance(only_errors, bool):
+        raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "delivery.report.only.error requires bool"))
+    return on_delivery, only_errors, rest
+
+
 class _Closed:
     """Stands in for the client after :meth:`Producer.close`."""
 
@@ -94,8 +115,9 @@ class Producer(RouteClient):
     """Drop-in replacement for :class:`confluent_kafka.Producer` (see the module doc)."""
 
     def __init__(self, config: dict[str, Any], **kwargs: Any) -> None:
-        self.options, self._raw_config = ClientOptions.split(config, role="producer")
-        self._raw_kwargs = kwargs
+        # As confluent-kafka, keywords are configuration properties too (logger=...).
+        self.options, raw = ClientOptions.split({**config, **kwargs}, role="producer")
+        self._on_delivery, self._only_errors, self._raw_config = _delivery_settings(raw)
         self._max_pending = int(self._raw_config.get("queue.buffering.max.messages", _DEFAULT_MAX_PENDING))
         self._follower = RouteFollower(self.options, "kafka", role="producer")
         self._lock = threading.RLock()
@@ -119,7 +141,13 @@ class Producer(RouteClient):
 
     def _connect(self, spec: ClusterSpec) -> RawProducer:
         config = {**spec.client_config("producer"), **self._raw_config, "bootstrap.servers": spec.url}
-        return RawProducer(config, **self._raw_kwargs)
+        # The SDK's re-send gets a share of librdkafka's queue next to the application's (as
+        # large, and the replay window's bytes): the application's own records are limited by
+        # queue.buffering.max.messages in produce(), the re-send by _replay.
+        kbytes = int(config.get("queue.buffering.max.kbytes", _DEFAULT_MAX_KBYTES))
+        config["queue.buffering.max.messages"] = min(_MAX_QUEUE, 2 * self._max_pending)
+        config["queue.buffering.max.kbytes"] = min(_MAX_KBYTES, kbytes + self.options.replay_window_bytes // 1024 + 1)
+        return RawProducer(config)
 
     def _partitions(self, inner: RawProducer, topic: str) -> int:
         count = self._partition_counts.get(topic)
@@ -170,7 +198,9 @@ class Producer(RouteClient):
                 # A fixed timestamp, so a re-sent copy carries the original one.
                 timestamp=timestamp or int(time.time() * 1000),
                 rid=rid,
-                on_delivery=on_delivery or callback,
+                on_delivery=(
+                    on_delivery if on_delivery is not None else callback if callback is not None else self._on_delivery
+                ),
                 size=len(key_b or b"") + len(value_b or b""),
             )
             try:
@@ -222,7 +252,7 @@ class Producer(RouteClient):
             if not record.reported:
                 record.reported = True
                 report = record.on_delivery
-        if report is not None:
+        if report is not None and (err is not None or not self._only_errors):
             report(err, msg)
 
     # -- the confluent_kafka surface ------------------------------------------------------
@@ -292,14 +322,27 @@ class Producer(RouteClient):
             self.trimmed += trimmed
             replay = {r.slot: r for r in self._window}
             replay.update(self._pending)
-            for record in sorted(replay.values(), key=lambda r: r.slot):
-                self._send(record, wait_s=_METADATA_TIMEOUT_S)
+            self._replay(new, sorted(replay.values(), key=lambda r: r.slot))
             self.resent += len(replay)
             self.switches += 1
         old.poll(0)  # callbacks of the old client are ignored (older generation)
         old.close()  # nothing is left in it (purged): it stops reconnecting to the old cluster
         log.info("producer.switched", client=self.options.client_id, source=current.active, to=target.active,
                  epoch=target.epoch, resent=len(replay), replicated=trimmed)  # fmt: skip
+
+    def _replay(self, new: RawProducer, records: list[_Record]) -> None:
+        """Re-send ``records`` in order (lock held: new records wait behind them), keeping the
+        replay window's records in ``new``'s queue within the SDK's share of it, so that the
+        application's records find the room they would find with confluent-kafka."""
+        timeout_s = int(self._raw_config.get("message.timeout.ms", _DEFAULT_MESSAGE_TIMEOUT_MS)) / 1000
+        deadline = time.monotonic() + (timeout_s if timeout_s > 0 else _DEFAULT_MESSAGE_TIMEOUT_MS / 1000)
+        for record in records:
+            # In the queue: the application's pending records, and at most a share of the window's.
+            while len(new) >= self._max_pending + len(self._pending):
+                if time.monotonic() >= deadline:
+                    raise BufferError(f"re-send: no room in the queue within {timeout_s:.0f} s")
+                new.poll(0.05)
+            self._send(record, wait_s=max(0.0, deadline - time.monotonic()))
 
     def _replication_positions(self, source: str, target: ClusterSpec) -> dict[tuple[str, int], Position]:
         link: Link | None = self._follower.center.links().get((source, target.name))

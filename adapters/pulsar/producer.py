@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pulsar
+from pulsar.schema import Schema
 
 from hotstandby.adapters.pulsar.adapter import decode_identity
 from hotstandby.documents import ClusterSpec
@@ -46,12 +48,36 @@ _SEND_OPTIONS = frozenset(("partition_key", "ordering_key", "sequence_id", "repl
 # pulsar.Result is a pybind11 enum: == costs ~1 µs, .value a third of it (once per message).
 _OK = pulsar.Result.Ok.value
 _NO_LIMIT_S = 300.0  # how long send() and flush() wait when send_timeout_millis is 0 (no limit)
+_FULL = pulsar.Result.ProducerQueueIsFull
+_PUMP_WAIT_S = 0.5  # the re-send's wait for room: acknowledgements wake it, this bounds each wait
+
+
+def exception_for(result: pulsar.Result) -> pulsar.PulsarException:
+    """The exception pulsar-client raises for ``result`` (its classes are named after the results)."""
+    kind = getattr(pulsar.exceptions, result.name, pulsar.PulsarException)
+    return kind(f"Failed to send message: {result.name}")
+
+
+class _Encoded(Schema):  # type: ignore[misc]  # pulsar.schema is untyped
+    """The application's schema towards the broker (its schema info), for content the SDK
+    encoded with it already: re-sends then neither encode twice nor need the object."""
+
+    def __init__(self, schema: Schema) -> None:
+        self._record_cls = bytes
+        self._schema_info = schema.schema_info()
+        self._inner_schema = schema
+
+    def encode(self, obj: bytes) -> bytes:
+        return obj
+
+    def decode(self, data: bytes) -> Any:
+        return self._inner_schema.decode(data)
 
 
 class _Message:
     """A message sent and not yet acknowledged, then in the replay window."""
 
-    __slots__ = ("callback", "content", "key", "options", "properties")
+    __slots__ = ("callback", "content", "key", "options", "properties", "replay")
 
     def __init__(
         self,
@@ -63,6 +89,7 @@ class _Message:
     ) -> None:
         self.content, self.properties, self.key, self.callback = content, properties, key, callback
         self.options = options  # the send_async keywords given, passed again when re-sent
+        self.replay = False  # re-sent from the replay window, not acknowledged again yet
 
     @property
     def partition(self) -> int:
@@ -79,6 +106,12 @@ class Producer:
         self._client = client
         self._topic = topic
         self._kwargs = dict(kwargs)
+        # send(obj) encodes with the schema here; pulsar-client gets the bytes and the schema info.
+        self._schema: Schema | None = self._kwargs.pop("schema", None)
+        if self._schema is not None:
+            if not isinstance(self._schema, Schema):
+                raise ValueError(f"Argument schema is expected to be of type 'Schema' and not '{type(self._schema)}'")
+            self._kwargs["schema"] = _Encoded(self._schema)
         options = client.options
         # _lock guards the state and is all an acknowledgement needs; _send_lock keeps sends in
         # sequence order and is held while pulsar-client may block (a full queue), which must
@@ -94,12 +127,24 @@ class Producer:
         self._partitioner = Partitioner(options.partitioner or DEFAULT_KEYED["pulsar"])
         timeout_ms = int(self._kwargs.get("send_timeout_millis", 30_000))
         self._wait_s = timeout_ms / 1000 + options.drain_timeout_ms / 1000 + 5 if timeout_ms > 0 else _NO_LIMIT_S
+        # After a switch the SDK's re-send goes first, through _backlog, never more in flight
+        # than pulsar's queue takes (_capacity); the application's messages queue behind it and
+        # count against max_pending_messages as with pulsar-client, the replay window does not.
+        self._limit = int(self._kwargs.get("max_pending_messages", 1000))
+        self._block = bool(self._kwargs.get("block_if_queue_full", False))
+        self._backlog: deque[_Message] = deque()
+        self._resending = False
+        self._replaying = 0  # window messages in _pending (re-sent, not acknowledged again)
+        self._room = threading.Condition(self._lock)  # notified on acknowledgements while re-sending
         self._generation = 0
         self._closed = False
         self.resent = 0
         partitions = client.inner.get_topic_partitions(topic)
         self._partitions = len(partitions)
         self._partitioned = partitions != [topic]
+        across = int(self._kwargs.get("max_pending_messages_across_partitions", 50_000))
+        queue = min(self._limit, across // self._partitions) if self._partitioned else self._limit
+        self._capacity = max(1, queue) if queue > 0 else 1000
         # The partition of the message being sent, for the message router, which pulsar-client
         # calls in the sending thread (under _send_lock): (thread, partition).
         self._routing: tuple[int, int] = (0, 0)
@@ -144,13 +189,19 @@ class Producer:
         props = dict(properties) if properties else {}
         if HEADER in props:
             raise ValueError(f"the {HEADER!r} property is set by hotstandby; do not set it yourself")
-        if type(content) is not bytes:
+        if self._schema is not None:
+            content = self._schema.encode(content)
+        elif type(content) is not bytes:
             content = bytes(content)
         # _send_lock alone: it orders the sends, and the state an acknowledgement changes
         # (_pending) takes one dict operation at a time; a switch holds both locks.
         with self._send_lock:
             if self._closed:
                 raise pulsar.AlreadyClosed("Producer has been closed")
+            if self._resending and not self._admitted():
+                if callback is not None:
+                    callback(_FULL, None)  # as pulsar-client reports a full queue
+                return
             if self._partitions == 1:
                 partition = 0
             else:
@@ -162,7 +213,8 @@ class Producer:
             self._sequences[partition] = seq + 1
             props[HEADER] = self._identity.text(partition, seq)
             message = self._pending[(partition, seq)] = _Message(content, props, options, (partition, seq), callback)
-            self._send(self._inner, self._generation, message)
+            if not self._resending or not self._queue(message):
+                self._send(self._inner, self._generation, message)
 
     def send(self, content: bytes, properties: dict[str, str] | None = None, **options: Any) -> Any:
         """As :meth:`pulsar.Producer.send`: the message id, or the failure raised."""
@@ -177,8 +229,8 @@ class Producer:
         if not done.wait(self._wait_s):
             raise pulsar.Timeout(f"no acknowledgement within {self._wait_s:.0f} s")
         result, message_id = outcome[0]
-        if result != pulsar.Result.Ok:
-            raise pulsar.PulsarException(f"send failed: {result}")
+        if result.value != _OK:
+            raise exception_for(result)
         return message_id
 
     def flush(self) -> None:
@@ -226,16 +278,67 @@ class Producer:
             **message.options,
         )
 
+    def _admitted(self) -> bool:
+        """While re-sending: room for one more message of the application (``_send_lock`` held)."""
+        if self._limit <= 0:
+            return True
+        deadline = time.monotonic() + self._wait_s
+        with self._lock:
+            while self._resending and len(self._pending) - self._replaying >= self._limit:
+                left = deadline - time.monotonic()
+                if not self._block or left <= 0:
+                    return False
+                self._room.wait(min(left, _PUMP_WAIT_S))
+        return True
+
+    def _queue(self, message: _Message) -> bool:
+        """Put ``message`` behind the re-send; False when that ended meanwhile (send it now)."""
+        with self._lock:
+            if not self._resending:
+                return False
+            self._backlog.append(message)
+            self._room.notify_all()
+            return True
+
+    def _pump(self, inner: pulsar.Producer, generation: int) -> None:
+        """Hand the backlog to ``inner`` in order, never more in flight than its queue takes;
+        ends when all is handed over and the replayed messages are acknowledged again."""
+        while True:
+            with self._lock:
+                while True:
+                    if generation != self._generation or self._closed:
+                        return
+                    backlog = self._backlog
+                    if backlog:
+                        room = self._capacity - (len(self._pending) - len(backlog))
+                        if room > 0:
+                            batch = [backlog.popleft() for _ in range(min(room, len(backlog)))]
+                            break
+                    elif self._replaying <= 0:
+                        # Everything is in pulsar's queue, and only the application's messages
+                        # occupy it: sends go straight to it again.
+                        self._resending = False
+                        self._room.notify_all()
+                        return
+                    self._room.wait(_PUMP_WAIT_S)
+            for message in batch:
+                self._send(inner, generation, message)
+
     def _acknowledged(self, message: _Message, generation: int, result: pulsar.Result, message_id: Any) -> None:
         with self._lock:
             if generation != self._generation:
                 return  # a connection given up in a switch: the message was sent again
             self._pending.pop(message.key, None)
+            if message.replay:
+                message.replay = False
+                self._replaying -= 1
             if result.value == _OK:
                 self._window.add(message, len(message.content))
             else:
                 log.warning("producer.send_failed", topic=self._topic, result=str(result))
             callback, message.callback = message.callback, None  # it fires once
+            if self._resending:
+                self._room.notify_all()  # the re-send and blocked sends wait for room
             if not self._pending:
                 self._delivered_cv.notify_all()  # flush() waits for that
         if callback is not None:
@@ -263,18 +366,23 @@ class Producer:
         new = self._create(client)
 
         def commit() -> None:
-            with self._send_lock:
-                with self._lock:
-                    self._generation += 1
-                    self._inner = new
-                    replay = {m.key: m for m in self._window}
-                    replay.update(self._pending)
-                    self._window.keep(lambda _: False)  # re-sent: they come back when acknowledged
-                    self._pending.update(replay)
-                    generation = self._generation
-                    self.resent += len(replay)
-                for key in sorted(replay):
-                    self._send(new, generation, replay[key])
+            with self._send_lock, self._lock:
+                self._generation += 1
+                self._inner = new
+                for message in self._window:
+                    message.replay = True
+                replay = {m.key: m for m in self._window}
+                replay.update(self._pending)  # with messages still replayed from a switch before
+                self._window.keep(lambda _: False)  # re-sent: they come back when acknowledged
+                self._pending.update(replay)
+                self._replaying = sum(1 for m in replay.values() if m.replay)
+                self._backlog = deque(replay[key] for key in sorted(replay))
+                self._resending = bool(replay)
+                self.resent += len(replay)
+                if replay:
+                    pump = threading.Thread(target=self._pump, args=(new, self._generation), daemon=True,
+                                            name="hotstandby-resend")  # fmt: skip
+                    pump.start()
             log.info("producer.switched", topic=self._topic, source=source, to=spec.name, resent=len(replay))
 
         return commit

@@ -37,6 +37,16 @@ def values_on(rc: RefCluster, cluster: str, topics: list[str], partitions: int) 
     return found
 
 
+def once_on_b(rc: RefCluster, topic: str, values: set[bytes]) -> None:
+    """Every value reaches kafka-b (2 partitions; produced there or copied from kafka-a), each
+    with one identity: a record sent twice keeps it, so consumers filter the second copy."""
+    on_b = wait_for(
+        lambda: (f := values_on(rc, "kafka-b", [topic, f"kafka-a.{topic}"], 2)).keys() >= values and f,
+        60, "every record on kafka-b",
+    )  # fmt: skip
+    assert all(len(rids) == 1 for rids in on_b.values())
+
+
 class Deliveries:
     """Counts delivery reports per record value (reports carry no headers)."""
 
@@ -181,12 +191,7 @@ def test_planned_switch_leaves_out_of_the_replay_what_replication_copied(
     assert deliveries.errors == []
     assert trimmed >= 500, f"only {trimmed} records left out of the replay"
     assert resent < len(deliveries.ok) - 500
-    on_b = wait_for(
-        lambda: (f := values_on(refcluster, "kafka-b", [topic, f"kafka-a.{topic}"], 2)).keys() >= deliveries.ok.keys()
-        and f,
-        60, "every record on kafka-b",
-    )  # fmt: skip
-    assert all(len(rids) == 1 for rids in on_b.values())
+    once_on_b(refcluster, topic, set(deliveries.ok))
 
 
 def test_presence_shows_the_producer_on_its_cluster_and_vanishes_on_close(
@@ -225,3 +230,40 @@ def test_presence_shows_the_producer_on_its_cluster_and_vanishes_on_close(
     finally:
         producer.close()
     assert status()["clients"] == [], "a closed client revokes its lease"
+
+
+def test_a_produce_loop_across_three_flips_one_with_the_broker_killed_never_gets_buffer_error(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """produce() + poll(0), flush() every 500: with a queue of 1 000 the raw client never
+    raises BufferError here; the SDK's re-send of its replay window (thousands of records)
+    must not take the application's queue space either."""
+    topic = f"q-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 2)
+    deliveries = Deliveries()
+    producer = Producer(route_config(refcluster, namespace, **{"queue.buffering.max.messages": 1000,
+                                                                 "message.timeout.ms": 30_000}))  # fmt: skip
+    flips = {2000: ("kafka-b", False), 4000: ("kafka-a", False), 6000: ("kafka-b", True)}
+    count, killed = 8000, False
+    try:
+        for i in range(count):
+            producer.produce(topic, value=f"v{i}", on_delivery=deliveries)  # no try/except, as users write it
+            producer.poll(0)
+            if i % 500 == 499:
+                producer.flush()
+            if i in flips:
+                to, kill = flips[i]
+                if kill:
+                    refcluster.kill("kafka-a", signal.SIGKILL)
+                    killed = True
+                center.switch("orders", to, reason=f"to {to}")
+                wait_for(lambda: producer.cluster == to, 30, f"the producer to move to {to}")  # noqa: B023
+        assert producer.flush(60) == 0
+    finally:
+        producer.close()
+        if killed:
+            refcluster.restart("kafka-a")
+    assert deliveries.errors == []
+    assert len(deliveries.ok) == count and set(deliveries.ok.values()) == {1}
+    once_on_b(refcluster, topic, set(deliveries.ok))

@@ -59,3 +59,24 @@ def test_missing_client_library_names_the_extra(monkeypatch: pytest.MonkeyPatch,
 def test_unknown_adapter_kind() -> None:
     with pytest.raises(ValidationError, match="no adapter for 'rabbitmq'"):
         import_adapter_module("rabbitmq")
+
+
+@pytest.mark.parametrize("kind", ["kafka", "pulsar"])
+def test_the_client_library_floor_is_the_one_pyproject_declares(kind: str) -> None:
+    tomllib = pytest.importorskip("tomllib")
+    from hotstandby.registry import adapter_info
+
+    info = adapter_info(kind)
+    project = tomllib.loads((pathlib.Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
+    assert f"{info.distribution}>={info.floor}" in project["optional-dependencies"][info.extra]
+
+
+def test_a_client_library_older_than_the_floor_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hotstandby import registry
+
+    monkeypatch.setattr(registry, "_CHECKED", set())
+    monkeypatch.setattr(registry, "installed_version", lambda distribution: "2.12.2")
+    with pytest.raises(MissingDependencyError, match=r"confluent-kafka>=2\.13, 2\.12\.2 is installed"):
+        import_adapter_module("kafka", "producer")
+    monkeypatch.setattr(registry, "installed_version", lambda distribution: "2.13.0")
+    assert import_adapter_module("kafka", "producer").Producer
