@@ -157,9 +157,8 @@ class Consumer(RouteClient):
         config = {"auto.offset.reset": "earliest", **spec.client_config("consumer"), **self._raw_config}
         return RawConsumer({**config, "bootstrap.servers": spec.url}, **self._raw_kwargs)
 
-    def _physical_topics(self, cluster: str) -> dict[str, str]:
+    def _physical_topics(self, cluster: str, links: dict[tuple[str, str], Link]) -> dict[str, str]:
         """physical topic on ``cluster`` -> logical topic: each topic and its remote copies there."""
-        links = self._follower.center.links()
         prefixes = []
         for other in self._follower.route.clusters:
             link: Link | None = links.get((other, cluster))
@@ -171,14 +170,15 @@ class Consumer(RouteClient):
     def subscribe(
         self, topics: Sequence[str], on_assign: Rebalance | None = None, on_revoke: Rebalance | None = None
     ) -> None:
+        links = self._follower.center.links()
         self._await_leaves(self._spec)
         with self._lock:
             self._topics = list(topics)
             self._on_assign, self._on_revoke = on_assign, on_revoke
-            self._subscribe_inner()
+            self._subscribe_inner(links)
 
-    def _subscribe_inner(self) -> None:
-        self._logical = self._physical_topics(self._spec.name)
+    def _subscribe_inner(self, links: dict[tuple[str, str], Link]) -> None:
+        self._logical = self._physical_topics(self._spec.name, links)
         self._unassigned_since = time.monotonic()
         self._inner.subscribe(sorted(self._logical), on_assign=self._assigned, on_revoke=self._revoked)
 
@@ -532,7 +532,11 @@ class Consumer(RouteClient):
     # -- switching ------------------------------------------------------------------------
 
     def _perform(self, current: Route, target: Route, set_state: Callable[[SwitchState], None]) -> None:
+        # Everything read from the config center is read first: a failure past the point where
+        # the consumer gives up the old cluster would leave it half switched.
         spec = self._follower.cluster(target.active)
+        links = self._follower.center.links()
+        old_spec = self._spec
         self._drain(current, set_state)
         with self._lock:
             self._switching = True  # what is handed out from now on would not be in the ledger
@@ -562,7 +566,7 @@ class Consumer(RouteClient):
             visit = Visit(current.active, dict(self._acked), dict(self._acks.last_acked_ts))
             self._starts = StartPositions(
                 group=self.group, spec=spec, previous=visit,
-                links=self._follower.center.links(), skew_ms=self.options.timestamp_skew_ms, consumer=new,
+                links=links, skew_ms=self.options.timestamp_skew_ms, consumer=new,
             )  # fmt: skip
             self._started.clear()
             self._inner, self._spec = new, spec
@@ -572,11 +576,10 @@ class Consumer(RouteClient):
             for offsets in (self._stored, self._acked, self._handed):
                 offsets.clear()
             if self._topics:
-                self._subscribe_inner()
+                self._subscribe_inner(links)
             self.switches += 1
             self._switching = False
             self._switched.notify_all()
-        old_spec = self._follower.cluster(current.active)
         leaving = threading.Thread(
             target=self._leave, args=(old, old_spec, self._mark_leaving(old_spec)), daemon=True,
             name=f"hotstandby-leave-{current.active}",
