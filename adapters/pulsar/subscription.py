@@ -130,6 +130,7 @@ class SubscriptionState:
                 self._dirty |= dirty
                 self._broker_acks[:0] = pending
             raise
+        failed: list[str] = []
         for consumer, message, cumulative in sends:
             try:
                 if cumulative:
@@ -137,7 +138,9 @@ class SubscriptionState:
                 else:
                     consumer.acknowledge(message)
             except pulsar.PulsarException as exc:  # the ledger holds it; the broker redelivers, we filter
-                log.info("consumer.broker_ack_failed", error=str(exc))
+                failed.append(str(exc))
+        if failed:  # one event per store, not per message
+            log.info("consumer.broker_ack_failed", subscription=self.subscription, count=len(failed), error=failed[0])
 
     def _folded(self, pending: list[_BrokerAck]) -> list[_Send]:
         """The broker acknowledgements to send for ``pending`` (lock held, acknowledgements
