@@ -30,6 +30,7 @@ never handing a message out again once it was acknowledged.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -41,7 +42,7 @@ from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_
 from hotstandby.adapters.pulsar.client import close_quietly
 from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
 from hotstandby.documents import ClusterSpec
-from hotstandby.errors import ConfigError
+from hotstandby.errors import ConfigCenterUnavailable, ConfigError
 from hotstandby.identity import RecordId
 from hotstandby.logs import get_logger
 
@@ -111,7 +112,7 @@ class Consumer:
         self._closed = False
         self._counts: dict[str, int] = {}  # see _seldom
         partitions = client.inner.get_topic_partitions(topic)
-        self._state.load(len(partitions))
+        client.follower.patiently(lambda: self._state.load(len(partitions)), "subscribing")
         consumer_type = kwargs.get("consumer_type", pulsar.ConsumerType.Exclusive)
         # Exclusive and Failover: one consumer reads a partition, in the broker's order, so an
         # acknowledged prefix can be sent to the broker as one cumulative acknowledgement.
@@ -418,8 +419,12 @@ class Consumer:
             self._inner.unsubscribe()
 
     def close(self) -> None:
-        """Store the acknowledgements, send them, close (the client stops moving this consumer)."""
-        self._state.flush()
+        """Store the acknowledgements, send them, close (the client stops moving this consumer).
+        While etcd is unreachable it waits up to the etcd timeout for it; acknowledgements it
+        could not store stay with the subscription's other consumers of this client, or else
+        are logged as not stored (those messages come again: at least once)."""
+        with contextlib.suppress(ConfigCenterUnavailable):  # logged by the state
+            self._client.follower.patiently(self._state.flush, "storing acknowledgements")
         with self._lock:
             self._closed = True
             inner = self._inner

@@ -1,0 +1,151 @@
+"""Clients while etcd is down: creation waits up to its timeout, running clients keep working."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import pulsar
+import pytest
+
+from hotstandby.adapters.pulsar import Client
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.errors import ConfigCenterUnavailable
+from hotstandby.ledger_store import LedgerStore
+from hotstandby.refcluster import RefCluster
+from tests.support import wait_for
+
+ROUTE = "payments"
+OUTAGE_S = 15.0
+QUIET = {"logger": pulsar.ConsoleLogger(pulsar.LoggerLevel.Error), "operation_timeout_seconds": 10}
+
+
+@pytest.fixture
+def etcd_down(refcluster: RefCluster) -> Iterator[None]:
+    """etcd SIGKILLed for the test; started again (with its data) afterwards if the test did not."""
+    refcluster.kill("etcd", signal.SIGKILL)
+    try:
+        yield
+    finally:
+        if not refcluster.running()["etcd"]:
+            refcluster.restart("etcd")
+
+
+def _client(refcluster: RefCluster, namespace: str, timeout_ms: int) -> Client:
+    return Client(ROUTE, etcd=f"127.0.0.1:{refcluster.ports.etcd}", namespace=namespace,
+                  options={"hotstandby.etcd.timeout.ms": timeout_ms}, **QUIET)  # type: ignore[arg-type]  # fmt: skip
+
+
+def test_creating_a_client_during_a_short_outage_waits_for_etcd(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str, etcd_down: None
+) -> None:
+    back_at: list[float] = []
+
+    def bring_back() -> None:
+        time.sleep(3.0)  # the outage being simulated, not a wait for a condition
+        refcluster.restart("etcd")
+        back_at.append(time.monotonic())
+
+    restarter = threading.Thread(target=bring_back)
+    restarter.start()
+    started = time.monotonic()
+    try:
+        client = _client(refcluster, namespace, 30_000)
+    finally:
+        restarter.join()
+    try:
+        assert client.cluster == "pulsar-a"
+        assert back_at and time.monotonic() >= back_at[0], "created only once etcd answered"
+        assert time.monotonic() - started < 30
+    finally:
+        client.close()
+
+
+def test_creating_a_client_while_etcd_stays_down_fails_after_the_timeout_naming_the_endpoints(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str, etcd_down: None
+) -> None:
+    started = time.monotonic()
+    with pytest.raises(ConfigCenterUnavailable) as failed:
+        _client(refcluster, namespace, 3_000)
+    waited = time.monotonic() - started
+    assert 3.0 <= waited < 10.0, waited
+    assert f"127.0.0.1:{refcluster.ports.etcd}" in str(failed.value)
+
+
+def test_a_pulsar_producer_and_consumer_keep_working_through_an_etcd_outage(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """etcd SIGKILLed for 15 s while a producer sends (synchronously) and a consumer receives
+    and acknowledges: no call raises or blocks beyond its own timeout, nothing is lost or handed
+    out twice, and the acknowledgements made during the outage are stored once etcd is back."""
+    topic = f"persistent://public/default/outage-{uuid.uuid4().hex[:8]}"
+    client = _client(refcluster, namespace, 5_000)
+    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared,
+                                initial_position=pulsar.InitialPosition.Earliest)  # fmt: skip
+    producer = client.create_producer(topic, send_timeout_millis=10_000)
+    sent: list[str] = []
+    got: list[str] = []
+    errors: list[BaseException] = []
+    slowest = {"send": 0.0, "receive": 0.0, "acknowledge": 0.0}
+    stop = threading.Event()
+
+    def timed(what: str, call: object, *args: object) -> object:
+        began = time.monotonic()
+        try:
+            return call(*args)  # type: ignore[operator]
+        finally:
+            slowest[what] = max(slowest[what], time.monotonic() - began)
+
+    def produce() -> None:
+        try:
+            i = 0
+            while not stop.is_set():
+                timed("send", producer.send, f"m{i}".encode())
+                sent.append(f"m{i}")
+                i += 1
+                time.sleep(0.01)  # pacing: about 100 messages a second
+        except BaseException as exc:
+            errors.append(exc)
+
+    def consume() -> None:
+        try:
+            while not stop.is_set() or len(got) < len(sent):
+                try:
+                    msg = timed("receive", consumer.receive, 200)
+                except pulsar.Timeout:
+                    if stop.is_set() and len(got) >= len(sent):
+                        return
+                    continue
+                got.append(msg.data().decode())  # type: ignore[attr-defined]
+                timed("acknowledge", consumer.acknowledge, msg)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=produce), threading.Thread(target=consume)]
+    for t in threads:
+        t.start()
+    try:
+        wait_for(lambda: len(got) >= 50, 30, "traffic before the outage")
+        refcluster.kill("etcd", signal.SIGKILL)
+        killed_at, during = time.monotonic(), len(got)
+        wait_for(lambda: time.monotonic() - killed_at >= OUTAGE_S or errors, OUTAGE_S + 5, "the outage")
+        consumed_during = len(got) - during
+        refcluster.restart("etcd")
+        sent_by_then = len(sent)
+        wait_for(lambda: len(got) >= sent_by_then + 100 or errors, 60, "traffic after the outage")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+        if not refcluster.running()["etcd"]:
+            refcluster.restart("etcd")
+    assert errors == [], f"an SDK call raised during the outage: {errors[:3]}"
+    assert consumed_during > 500, f"only {consumed_during} messages delivered during the {OUTAGE_S} s outage"
+    assert max(slowest.values()) < 11, f"a call blocked: {slowest}"
+    assert sorted(got) == sorted(sent), "lost or handed out twice"
+    store = LedgerStore(center)
+    wait_for(lambda: len(store.load("s", topic, 0).ledger) == len(sent), 30, "the acknowledgements to be stored")
+    client.close()
