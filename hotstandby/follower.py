@@ -18,6 +18,7 @@ from hotstandby.documents import ClusterSpec, Route
 from hotstandby.errors import ConfigCenterUnavailable, ConfigError
 from hotstandby.logs import get_logger
 from hotstandby.presence import Presence, list_clients
+from hotstandby.probe import probe_cluster
 from hotstandby.switching import Perform, Switcher, SwitchState
 
 __all__ = ["RouteClient", "RouteFollower", "wait_slices"]
@@ -25,6 +26,8 @@ __all__ = ["RouteClient", "RouteFollower", "wait_slices"]
 log = get_logger("hotstandby.client")
 
 T = TypeVar("T")
+
+_PROBE_TIMEOUT_S = 2.0  # per broker of the target cluster, before each switch attempt
 
 
 class RouteFollower:
@@ -80,9 +83,16 @@ class RouteFollower:
             )
         return spec
 
+    def target_answers(self, target: Route) -> str | None:
+        """None when a broker of ``target``'s active cluster answers the protocol's handshake,
+        else what went wrong: the switcher does not leave the cluster in use for one that
+        does not answer."""
+        result = probe_cluster(self.cluster(target.active), timeout=_PROBE_TIMEOUT_S)
+        return None if result.ok else result.detail
+
     def start(self, perform: Perform) -> None:
         """Follow the route from now on: changes run ``perform`` on the switcher's thread."""
-        self.switcher = Switcher(self.options.client_id, self.initial_route, perform)
+        self.switcher = Switcher(self.options.client_id, self.initial_route, perform, answers=self.target_answers)
         self.presence = Presence(self.center, self.options.route, self.options.client_id, self.role)
         self.switcher.listen(self._publish)
         self._publish()
