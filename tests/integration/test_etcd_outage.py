@@ -149,3 +149,49 @@ def test_a_pulsar_producer_and_consumer_keep_working_through_an_etcd_outage(
     store = LedgerStore(center)
     wait_for(lambda: len(store.load("s", topic, 0).ledger) == len(sent), 30, "the acknowledgements to be stored")
     client.close()
+
+
+def test_a_switch_cut_short_by_an_etcd_outage_leaves_the_consumers_delivering(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """etcd dies in the middle of a switch (after the consumers stopped handing out for it):
+    the switch fails, the consumers go on with the old cluster during the outage, and the
+    switch completes once etcd is back."""
+    topic = f"persistent://public/default/outage-{uuid.uuid4().hex[:8]}"
+    for cluster in ("pulsar-a", "pulsar-b"):
+        center.register_topic(cluster, topic)
+    client = _client(refcluster, namespace, 5_000)
+    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared,
+                                initial_position=pulsar.InitialPosition.Earliest)  # fmt: skip
+    producer = client.create_producer(topic)
+    follower = client.follower
+    real = follower.await_peers
+
+    def etcd_dies_now(*args: object, **kwargs: object) -> list[str]:
+        follower.await_peers = real  # type: ignore[method-assign]  # once
+        refcluster.kill("etcd", signal.SIGKILL)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    follower.await_peers = etcd_dies_now  # type: ignore[method-assign]
+    try:
+        center.switch(ROUTE, "pulsar-b", reason="test")
+        wait_for(lambda: not refcluster.running()["etcd"], 30, "etcd to die mid-switch")
+        for i in range(50):
+            producer.send(f"m{i}".encode())
+        got = []
+        deadline = time.monotonic() + 10
+        while len(got) < 50 and time.monotonic() < deadline:
+            try:
+                msg = consumer.receive(timeout_millis=500)
+            except pulsar.Timeout:
+                continue
+            got.append(msg.data().decode())
+            consumer.acknowledge(msg)
+        assert sorted(got) == sorted(f"m{i}" for i in range(50)), f"{len(got)} of 50 delivered during the outage"
+        assert client.cluster == "pulsar-a"
+        refcluster.restart("etcd")
+        wait_for(lambda: client.cluster == "pulsar-b", 60, "the switch to complete once etcd is back")
+    finally:
+        if not refcluster.running()["etcd"]:
+            refcluster.restart("etcd")
+    client.close()
