@@ -16,6 +16,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterUnavailable
 from hotstandby.ledger_store import LedgerStore
 from hotstandby.refcluster import RefCluster
+from tests.integration.pulsar_helpers import acknowledge_until
 from tests.support import wait_for
 
 ROUTE = "payments"
@@ -178,16 +179,9 @@ def test_a_switch_cut_short_by_an_etcd_outage_leaves_the_consumers_delivering(
         wait_for(lambda: not refcluster.running()["etcd"], 30, "etcd to die mid-switch")
         for i in range(50):
             producer.send(f"m{i}".encode())
-        got = []
-        deadline = time.monotonic() + 10
-        while len(got) < 50 and time.monotonic() < deadline:
-            try:
-                msg = consumer.receive(timeout_millis=500)
-            except pulsar.Timeout:
-                continue
-            got.append(msg.data().decode())
-            consumer.acknowledge(msg)
-        assert sorted(got) == sorted(f"m{i}" for i in range(50)), f"{len(got)} of 50 delivered during the outage"
+        wanted = {f"m{i}" for i in range(50)}
+        got = acknowledge_until(consumer, wanted, timeout=10)  # during the outage
+        assert sorted(got) == sorted(wanted)
         assert client.cluster == "pulsar-a"
         refcluster.restart("etcd")
         wait_for(lambda: client.cluster == "pulsar-b", 60, "the switch to complete once etcd is back")
