@@ -19,7 +19,7 @@ from hotstandby.ledger_store import LedgerStore
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, route_config
 from tests.integration.pulsar_helpers import acknowledge_until
-from tests.support import wait_for
+from tests.support import capture_logs, wait_for
 
 ROUTE = "payments"
 OUTAGE_S = 15.0
@@ -205,3 +205,26 @@ def test_a_switch_cut_short_by_an_etcd_outage_leaves_the_consumers_delivering(
         if not refcluster.running()["etcd"]:
             refcluster.restart("etcd")
     client.close()
+
+
+def test_closing_a_consumer_and_its_client_while_etcd_is_down_does_not_raise(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    topic = f"persistent://public/default/outage-{uuid.uuid4().hex[:8]}"
+    client = _client(refcluster, namespace, 2_000)
+    consumer = client.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+    producer = client.create_producer(topic)
+    producer.send(b"m0")
+    refcluster.kill("etcd", signal.SIGKILL)
+    try:
+        with capture_logs() as logs:
+            consumer.acknowledge(consumer.receive(timeout_millis=10_000))  # not storable now
+            started = time.monotonic()
+            consumer.close()
+            client.close()
+            took = time.monotonic() - started
+    finally:
+        refcluster.restart("etcd")
+    assert took < 15, f"closing took {took:.1f} s"
+    [unstored] = [e for e in logs if e["event"] == "consumer.acknowledgements_not_stored"]
+    assert unstored["messages"] == 1 and unstored["subscription"] == "s"
