@@ -185,7 +185,7 @@ class Switcher:
             to=target.active,
             epoch=target.epoch,
         )
-        checks = 0
+        checks = failed = 0  # this switch's checks that found the target down, and failures
         while not self._stopped.is_set():
             try:
                 why = self._answers(target) if self._answers is not None else None
@@ -202,10 +202,10 @@ class Switcher:
                 attempts += 1
                 self._perform(current, target, self._set_state)
             except Exception as exc:  # the perform callback decides what is an error; we retry all
-                attempts = max(attempts, 1)
+                failed += 1
                 self.failures += 1
                 self._set_state(SwitchState.ACTIVE)
-                delay = wait(_attempt(attempts))
+                delay = wait(_attempt(failed))
                 log.warning("switch.failed", client=self.name, to=target.active, epoch=target.epoch,
                             attempt=attempts, error=repr(exc), retry_in_s=round(delay, 2))  # fmt: skip
                 if self._superseded(delay):
