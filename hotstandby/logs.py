@@ -24,7 +24,7 @@ from typing import Any
 
 import structlog
 
-__all__ = ["REDACTED", "configure", "get_logger", "redact_secrets", "reset"]
+__all__ = ["REDACTED", "Event", "configure", "get_logger", "redact_secrets", "reset"]
 
 REDACTED = "***"
 
