@@ -10,6 +10,8 @@ key                                 default   meaning
 ``hotstandby.route``                required  the route whose active cluster the client uses
 ``hotstandby.etcd``                 env/def.  config center endpoints (see Settings)
 ``hotstandby.namespace``            env/def.  config center namespace
+``hotstandby.etcd.timeout.ms``      env/def.  etcd calls' timeout; creating a client waits this
+                                              long for an unreachable etcd, then fails
 ``hotstandby.client.id``            random    name in logs and in ``hotstandby status ROUTE``
 ``hotstandby.replay.window.ms``     60000     acknowledged records kept for re-sending
 ``hotstandby.replay.window.bytes``  33554432  ... and at most this many bytes of them
@@ -46,6 +48,16 @@ def _int(config: Mapping[str, Any], key: str, default: int) -> int:
     return number
 
 
+def _timeout_s(config: Mapping[str, Any], key: str) -> float | None:
+    """A positive number of milliseconds as seconds (None when not given)."""
+    if key not in config:
+        return None
+    millis = _int(config, key, 0)
+    if millis == 0:
+        raise ValidationError(key, "must be positive")
+    return millis / 1000
+
+
 @dataclass(frozen=True, kw_only=True)
 class ClientOptions:
     route: str
@@ -68,7 +80,7 @@ class ClientOptions:
         route = config.get(PREFIX + "route")
         if not isinstance(route, str) or not route:
             raise ValidationError(PREFIX + "route", "required: the route this client follows")
-        known = {f"{PREFIX}{k}" for k in ("route", "etcd", "namespace", "client.id", "replay.window.ms",
+        known = {f"{PREFIX}{k}" for k in ("route", "etcd", "etcd.timeout.ms", "namespace", "client.id", "replay.window.ms",
                                           "replay.window.bytes", "drain.timeout.ms", "partitioner",
                                           "timestamp.skew.ms")}  # fmt: skip
         unknown = sorted(k for k in config if k.startswith(PREFIX) and k not in known)
@@ -76,7 +88,11 @@ class ClientOptions:
             raise ValidationError(unknown[0], f"unknown setting; known: {', '.join(sorted(known))}")
         options = cls(
             route=route,
-            settings=Settings.resolve(etcd=config.get(PREFIX + "etcd"), namespace=config.get(PREFIX + "namespace")),
+            settings=Settings.resolve(
+                etcd=config.get(PREFIX + "etcd"),
+                namespace=config.get(PREFIX + "namespace"),
+                etcd_timeout=_timeout_s(config, PREFIX + "etcd.timeout.ms"),
+            ),
             client_id=str(config.get(PREFIX + "client.id") or f"{role}-{uuid.uuid4().hex[:8]}"),
             replay_window_ms=_int(config, PREFIX + "replay.window.ms", 60_000),
             replay_window_bytes=_int(config, PREFIX + "replay.window.bytes", 32 * 1024 * 1024),

@@ -15,14 +15,19 @@ from typing import TypeVar
 from hotstandby.client_options import ClientOptions
 from hotstandby.configcenter import ConfigCenter, RouteChange, RouteWatcher
 from hotstandby.documents import ClusterSpec, Route
-from hotstandby.errors import ConfigError
+from hotstandby.errors import ConfigCenterUnavailable, ConfigError
 from hotstandby.logs import get_logger
 from hotstandby.presence import Presence, list_clients
+from hotstandby.probe import probe_cluster
 from hotstandby.switching import Perform, Switcher, SwitchState
 
 __all__ = ["RouteClient", "RouteFollower", "wait_slices"]
 
 log = get_logger("hotstandby.client")
+
+T = TypeVar("T")
+
+_PROBE_TIMEOUT_S = 2.0  # per broker of the target cluster, before each switch attempt
 
 
 class RouteFollower:
@@ -35,14 +40,39 @@ class RouteFollower:
         self.labels = dict(labels or {})  # published with the presence (a consumer's group)
         self.center = ConfigCenter.open(options.settings)
         try:
-            self.initial_route: Route = self.center.route(options.route)
-            self.initial_cluster: ClusterSpec = self.cluster(self.initial_route.active)
+            self.initial_route: Route = self.patiently(lambda: self.center.route(options.route), "reading the route")
+            self.initial_cluster: ClusterSpec = self.patiently(
+                lambda: self.cluster(self.initial_route.active), "reading the cluster"
+            )
         except BaseException:
             self.center.close()
             raise
         self._watcher: RouteWatcher | None = None
         self.switcher: Switcher | None = None
         self.presence: Presence | None = None
+
+    def patiently(self, call: Callable[[], T], what: str) -> T:
+        """``call()``, tried again while etcd is unreachable, for up to the etcd timeout
+        (``hotstandby.etcd.timeout.ms``): what creating a client or a consumer needs from etcd.
+        Then :class:`ConfigCenterUnavailable` naming the endpoints."""
+        settings = self.options.settings
+        deadline = time.monotonic() + settings.etcd_timeout
+        delay = 0.05
+        while True:
+            try:
+                return call()
+            except ConfigCenterUnavailable as exc:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    endpoints = ",".join(str(e) for e in settings.etcd)
+                    raise ConfigCenterUnavailable(
+                        f"{what}: etcd at {endpoints} did not answer within {settings.etcd_timeout:g} s ({exc})"
+                    ) from exc
+                if delay == 0.05:
+                    log.warning("client.etcd_unavailable", client=self.options.client_id, doing=what,
+                                error=str(exc), wait_s=round(left, 1))  # fmt: skip
+                time.sleep(min(delay, left))
+                delay = min(delay * 2, 1.0)
 
     def cluster(self, name: str) -> ClusterSpec:
         """A cluster of this route, checked to be of the client's kind."""
@@ -53,13 +83,22 @@ class RouteFollower:
             )
         return spec
 
+    def target_answers(self, target: Route) -> str | None:
+        """None when a broker of ``target``'s active cluster answers the protocol's handshake,
+        else what went wrong: the switcher does not leave the cluster in use for one that
+        does not answer."""
+        result = probe_cluster(self.cluster(target.active), timeout=_PROBE_TIMEOUT_S)
+        return None if result.ok else result.detail
+
     def start(self, perform: Perform) -> None:
         """Follow the route from now on: changes run ``perform`` on the switcher's thread."""
-        self.switcher = Switcher(self.options.client_id, self.initial_route, perform)
+        self.switcher = Switcher(self.options.client_id, self.initial_route, perform, answers=self.target_answers)
         self.presence = Presence(self.center, self.options.route, self.options.client_id, self.role)
         self.switcher.listen(self._publish)
         self._publish()
-        self._watcher = self.center.watch_routes(self._on_change)
+        self._watcher = self.patiently(
+            lambda: self.center.watch_routes(self._on_change, timeout=1.0), "starting the route watch"
+        )
         # A flip between our first read and the watch start is in the watcher's first read.
         current = self._watcher.current(self.options.route)
         if current is not None:

@@ -1,25 +1,38 @@
-"""Structured logging: one event name per thing that happened, fields not prose.
+"""Structured logging through the standard :mod:`logging` module.
 
-The library only calls :func:`get_logger`; it never configures logging on import. An
-application keeps its own structlog configuration, or calls :func:`configure` (the CLI does)
-to get our processors, including :func:`redact_secrets`.
+The library logs events — one event name per thing that happened, fields not prose — under
+``hotstandby.*`` stdlib loggers, and configures nothing: the ``hotstandby`` logger has a
+:class:`logging.NullHandler` (the logging HOWTO's advice for a library), so an application
+that set up no logging sees no output, and one that did gets ordinary records. Each record's
+``msg`` is the event dict (secrets already redacted); its ``str()`` reads
+``event key=value ...``, so a plain :class:`logging.Formatter` shows the fields, and
+:class:`structlog.stdlib.ProcessorFormatter` renders it as structlog would. structlog's global
+configuration is never touched (an application may use structlog for itself): each logger is
+its own bound logger over its stdlib logger, and a call below the logger's level returns
+after one level check.
+
+Processes without a logging setup of their own (the CLI, the drill, the replicators) call
+:func:`configure` to print the events on stderr.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 import structlog
 
-__all__ = ["REDACTED", "configure", "get_logger", "redact_secrets"]
+__all__ = ["REDACTED", "Event", "configure", "get_logger", "redact_secrets", "reset"]
 
 REDACTED = "***"
 
 # Substrings of field names (or of client-config keys) whose values are never logged.
 _SECRET_MARKERS = ("password", "secret", "token", "credential", "sasl.jaas", "private.key", "auth_params")
+
+ROOT = "hotstandby"
+logging.getLogger(ROOT).addHandler(logging.NullHandler())
 
 
 def _is_secret(name: str) -> bool:
@@ -45,28 +58,99 @@ def redact_secrets(_logger: Any, _method: str, event_dict: MutableMapping[str, A
     return event_dict
 
 
-def get_logger(name: str = "hotstandby") -> Any:
-    """The logger every hotstandby module uses."""
-    return structlog.get_logger(name)
+class Event(dict[str, Any]):
+    """A record's ``msg``: the event dict, shown as ``event key=value ...`` by plain formatters."""
+
+    def __str__(self) -> str:
+        fields = " ".join(f"{k}={v!r}" if isinstance(v, str) and " " in v else f"{k}={v}"
+                          for k, v in sorted(self.items()) if k != "event")  # fmt: skip
+        return f"{self.get('event', '')} {fields}".rstrip()
 
 
-def _stderr_logger(*_args: Any) -> structlog.PrintLogger:
-    # Look sys.stderr up per logger, not once: it may be replaced after configure().
-    return structlog.PrintLogger(sys.stderr)
+def _to_record(logger: Any, method: str, event_dict: MutableMapping[str, Any]) -> Any:
+    """Last processor: the stdlib call's arguments — ``msg`` is the event dict, and the extras
+    are those :class:`structlog.stdlib.ProcessorFormatter` looks for (as ``wrap_for_formatter``)."""
+    return (Event(event_dict),), {"extra": {"_logger": logger, "_name": method}}
+
+
+_PROCESSORS = [redact_secrets, _to_record]
+
+
+def _checked(name: str, level: int) -> Callable[..., Any]:
+    """A bound-logger method that returns at once when ``level`` is not enabled (the common
+    case for ``debug``: a level check is all it costs)."""
+    proxy = structlog.stdlib.BoundLogger._proxy_to_logger
+
+    def method(self: structlog.stdlib.BoundLogger, event: str | None = None, *args: Any, **kw: Any) -> Any:
+        if self._logger.isEnabledFor(level):
+            return proxy(self, name, event, *args, **kw)
+        return None
+
+    method.__name__ = name
+    return method
+
+
+class _BoundLogger(structlog.stdlib.BoundLogger):
+    """structlog's stdlib bound logger that checks the level before building anything."""
+
+    debug = _checked("debug", logging.DEBUG)
+    info = _checked("info", logging.INFO)
+    warning = _checked("warning", logging.WARNING)
+    error = _checked("error", logging.ERROR)
+
+
+def get_logger(name: str = ROOT) -> Any:
+    """The logger every hotstandby module uses: ``name`` is a ``hotstandby.*`` stdlib logger."""
+    return _BoundLogger(logging.getLogger(name), _PROCESSORS, {})
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to ``sys.stderr`` as it is at each record: it may be replaced after configure()."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+_configured: list[logging.Handler] = []
 
 
 def configure(level: str = "info", *, json: bool = False) -> None:
-    """Configure structlog for a process that has no logging setup of its own (the CLI)."""
+    """Print hotstandby's events on stderr at ``level`` (console lines, or JSON with ``json``),
+    for a process that has no logging setup of its own (the CLI, the drill, the replicators).
+    Calling it again replaces the previous setup."""
+    reset()
     renderer: Any = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
-    structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            redact_secrets,
-            renderer,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
-        logger_factory=_stderr_logger,
-        cache_logger_on_first_use=False,
+    handler = _StderrHandler()
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                redact_secrets,
+                renderer,
+            ],
+            # Records not made by get_logger (none today) are rendered from their text.
+            foreign_pre_chain=[structlog.processors.add_log_level],
+        )
     )
+    logger = logging.getLogger(ROOT)
+    logger.addHandler(handler)
+    logger.setLevel(logging.getLevelName(level.upper()))
+    _configured.append(handler)
+
+
+def reset() -> None:
+    """Undo :func:`configure` (the ``hotstandby`` logger prints nothing again)."""
+    logger = logging.getLogger(ROOT)
+    while _configured:
+        logger.removeHandler(_configured.pop())
+    logger.setLevel(logging.NOTSET)

@@ -24,6 +24,8 @@ __all__ = ["Presence", "list_clients", "parse_presence", "read_clients"]
 
 log = get_logger("hotstandby.presence")
 
+_RETRY_S = 1.0  # while etcd is unreachable: how often the keep-alive thread tries again
+
 
 class Presence:
     def __init__(self, center: ConfigCenter, route: str, client_id: str, role: str, *, ttl_s: int = 10) -> None:
@@ -38,20 +40,44 @@ class Presence:
             "since": time.time(),
         }
         self._lease = 0
+        self._dirty = False  # the document changed since it was last written
+        self._failing = False  # the last write or refresh failed (etcd unreachable)
+        self._started = False
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"hotstandby-presence-{client_id}", daemon=True)
 
     def publish(self, **fields: Any) -> None:
-        """Update what is published (cluster, epoch, state, last_switch_ms, ...) and write it."""
+        """Update what is published (cluster, epoch, state, last_switch_ms, ...) and write it.
+        Never raises: while etcd is unreachable (the last write failed) it only notes the
+        change, and the keep-alive thread writes it once etcd answers — a switch is not held
+        up by one etcd timeout per change of state."""
         with self._lock:
             self._doc.update(fields, updated=time.time())
-            try:
+            self._dirty = True
+            if not self._failing:
+                self._try_write()
+            if not self._started and not self._stopped.is_set():
+                self._started = True
+                self._thread.start()
+
+    def _try_write(self) -> None:
+        # Caller holds the lock.
+        try:
+            if self._dirty:
                 self._write()
-            except ConfigCenterError as exc:  # the keep-alive thread writes it again later
+                self._dirty = False
+            elif not self._lease or not self._center.store.refresh_lease(self._lease):
+                self._lease = 0  # expired (e.g. etcd was down for longer than the TTL)
+                self._write()
+        except ConfigCenterError as exc:
+            if not self._failing:  # once per outage
                 log.warning("presence.write_failed", key=self._key, error=str(exc))
-        if not self._thread.is_alive() and not self._stopped.is_set():
-            self._thread.start()
+            self._failing = True
+            return
+        if self._failing:
+            log.info("presence.written_again", key=self._key)
+            self._failing = False
 
     def _write(self) -> None:
         # Caller holds the lock.
@@ -60,18 +86,13 @@ class Presence:
         self._center.store.put(self._key, json.dumps(self._doc).encode(), lease=self._lease)
 
     def _run(self) -> None:
-        while not self._stopped.wait(self._ttl_s / 3):
+        while not self._stopped.wait(_RETRY_S if self._failing else self._ttl_s / 3):
             with self._lock:
-                try:
-                    if not self._lease or not self._center.store.refresh_lease(self._lease):
-                        self._lease = 0  # expired (e.g. etcd was down for longer than the TTL)
-                        self._write()
-                except ConfigCenterError as exc:
-                    log.warning("presence.refresh_failed", key=self._key, error=str(exc))
+                self._try_write()
 
     def close(self) -> None:
         self._stopped.set()
-        if self._thread.is_alive():
+        if self._started:
             self._thread.join(self._ttl_s)
         with self._lock:
             if self._lease:

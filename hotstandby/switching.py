@@ -5,6 +5,11 @@ on its own thread so the route watcher is never blocked:
 
 * one switch at a time; epochs that arrive meanwhile wait, and only the newest waiting one is
   carried out (moving through an intermediate cluster would be pointless);
+* before each attempt the target cluster is asked whether it answers (``answers``): while it
+  does not, ``perform`` is not called — the client stays ACTIVE on the cluster it has,
+  consumers keep delivering and producers keep producing there — and the check is repeated
+  with backoff (at most ``max_backoff`` apart, each one logged as
+  ``switch.target_unreachable``), so the client moves soon after the target answers;
 * a switch that fails is retried with exponential backoff, unless a newer epoch arrived; the
   client keeps the cluster it has until a switch completes — the ``perform`` callback must
   build the new connection before giving up the old one;
@@ -51,15 +56,25 @@ class SwitchRecord:
 
 #: ``perform(current, target, set_state)`` carries the switch out; it raises to fail it.
 Perform = Callable[[Route, Route, Callable[[SwitchState], None]], None]
+#: ``answers(target)``: None when the target's cluster answers, else why not (it may raise).
+Answers = Callable[[Route], "str | None"]
 
 
 class Switcher:
     def __init__(
-        self, name: str, route: Route, perform: Perform, *, max_backoff: float = 5.0, poll_s: float = 0.2
+        self,
+        name: str,
+        route: Route,
+        perform: Perform,
+        *,
+        answers: Answers | None = None,
+        max_backoff: float = 5.0,
+        poll_s: float = 0.2,
     ) -> None:
         self.name = name
         self._route = route
         self._perform = perform
+        self._answers = answers
         self._max_backoff = max_backoff
         self._poll_s = poll_s
         self._state = SwitchState.ACTIVE
@@ -69,6 +84,7 @@ class Switcher:
         self._stopped = threading.Event()
         self.history: list[SwitchRecord] = []
         self.failures = 0
+        self.unreachable = 0  # checks that found the target not answering
         self._listeners: list[Callable[[], None]] = []
         self._thread = threading.Thread(target=self._run, name=f"hotstandby-switch-{name}", daemon=True)
         self._thread.start()
@@ -169,22 +185,31 @@ class Switcher:
             to=target.active,
             epoch=target.epoch,
         )
+        checks = failed = 0  # this switch's checks that found the target down, and failures
         while not self._stopped.is_set():
-            attempts += 1
             try:
+                why = self._answers(target) if self._answers is not None else None
+                if why is not None:
+                    # Not an attempt: the old cluster keeps serving, nothing was given up.
+                    checks += 1
+                    self.unreachable += 1
+                    delay = wait(_attempt(checks))
+                    log.warning("switch.target_unreachable", client=self.name, to=target.active,
+                                epoch=target.epoch, check=checks, detail=why, retry_in_s=round(delay, 2))  # fmt: skip
+                    if self._superseded(delay):
+                        return
+                    continue
+                attempts += 1
                 self._perform(current, target, self._set_state)
             except Exception as exc:  # the perform callback decides what is an error; we retry all
+                failed += 1
                 self.failures += 1
                 self._set_state(SwitchState.ACTIVE)
-                delay = wait(_attempt(attempts))
+                delay = wait(_attempt(failed))
                 log.warning("switch.failed", client=self.name, to=target.active, epoch=target.epoch,
                             attempt=attempts, error=repr(exc), retry_in_s=round(delay, 2))  # fmt: skip
-                with self._lock:
-                    if self._pending is not None:  # a newer epoch supersedes this one
-                        return
-                    self._lock.wait(delay)
-                    if self._pending is not None:
-                        return
+                if self._superseded(delay):
+                    return
                 continue
             duration = time.monotonic() - started
             with self._lock:
@@ -196,6 +221,13 @@ class Switcher:
             log.info("switch.completed", client=self.name, source=current.active, to=target.active,
                      epoch=target.epoch, duration_ms=round(duration * 1000, 1), attempts=attempts)  # fmt: skip
             return
+
+    def _superseded(self, delay: float) -> bool:
+        """Wait ``delay`` s before the next try; True when a newer epoch arrived meanwhile."""
+        with self._lock:
+            if self._pending is None:
+                self._lock.wait(delay)
+            return self._pending is not None
 
 
 def _attempt(number: int) -> tenacity.RetryCallState:

@@ -4,7 +4,8 @@ import pathlib
 from collections.abc import Iterator
 
 import pytest
-import structlog
+
+from hotstandby import logs
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -15,7 +16,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(autouse=True)
-def _reset_structlog() -> Iterator[None]:
-    """The CLI configures structlog when a test calls it in-process; undo that per test."""
+def _reset_logging() -> Iterator[None]:
+    """The CLI configures logging when a test calls it in-process; undo that per test."""
     yield
-    structlog.reset_defaults()
+    logs.reset()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from hotstandby.configcenter import Event, KeyValue, KVStore, RouteChange, WatchStream
 from hotstandby.errors import ConfigCenterUnavailable
@@ -24,6 +26,33 @@ def wait_for(predicate: Callable[[], T], timeout: float, what: str) -> T:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.02)
+
+
+class _Collect(logging.Handler):
+    def __init__(self, into: list[dict[str, Any]]) -> None:
+        super().__init__(logging.DEBUG)
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if isinstance(record.msg, dict):
+            self.into.append({**record.msg, "log_level": record.levelname.lower(), "logger": record.name})
+
+
+@contextlib.contextmanager
+def capture_logs() -> Iterator[list[dict[str, Any]]]:
+    """The SDK's events while the block runs, as dicts (``event``, fields, ``log_level``,
+    ``logger``), through a handler on the ``hotstandby`` stdlib logger."""
+    events: list[dict[str, Any]] = []
+    handler = _Collect(events)
+    logger = logging.getLogger("hotstandby")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield events
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 class ChangeQueue:

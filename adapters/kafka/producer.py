@@ -27,6 +27,7 @@ from confluent_kafka import Producer as RawProducer
 from hotstandby.adapters.kafka.replication_progress import Position, StoredRecord, read_positions, replicated
 from hotstandby.client_options import ClientOptions
 from hotstandby.documents import ClusterSpec, Link, Route
+from hotstandby.errors import ConfigCenterError
 from hotstandby.follower import RouteClient, RouteFollower, wait_slices
 from hotstandby.identity import HEADER, RecordId, new_session
 from hotstandby.logs import get_logger
@@ -345,7 +346,11 @@ class Producer(RouteClient):
             self._send(record, wait_s=max(0.0, deadline - time.monotonic()))
 
     def _replication_positions(self, source: str, target: ClusterSpec) -> dict[tuple[str, int], Position]:
-        link: Link | None = self._follower.center.links().get((source, target.name))
+        try:
+            link: Link | None = self._follower.center.links().get((source, target.name))
+        except ConfigCenterError as exc:  # etcd unreachable: the whole window is re-sent (filtered)
+            log.info("replication_progress.unavailable", link=f"{source}->{target.name}", error=str(exc))
+            return {}
         if link is None:
             return {}
         timeout = min(_METADATA_TIMEOUT_S, self.options.drain_timeout_ms / 1000 + 1)

@@ -202,25 +202,29 @@ class Client(RouteClient):
         set_state(SwitchState.DRAINING)
         for producer in producers:
             producer.drain(self._spec)
-        for receiver in (*consumers, *readers):
-            receiver.settle()
-        if consumers:
-            # Published: our acknowledgements are stored. Other clients of the route (another
-            # process with a consumer of the same subscription) store theirs before we hand
-            # out anything on the new cluster.
-            set_state(SwitchState.SWITCHING)
-            behind = self._follower.await_peers(target, self.options.drain_timeout_ms / 1000)
-            if behind:
-                log.warning("client.peers_behind", clients=behind, epoch=target.epoch)
-        new = self._connect(spec)
+        new: pulsar.Client | None = None
         prepared: list[Callable[[], None]] = []
         try:
+            # Storing the ledgers (settle) and reading the peers' presence need etcd: if it
+            # fails here, the consumers go on with the old cluster until the next attempt.
+            for receiver in (*consumers, *readers):
+                receiver.settle()
+            if consumers:
+                # Published: our acknowledgements are stored. Other clients of the route (another
+                # process with a consumer of the same subscription) store theirs before we hand
+                # out anything on the new cluster.
+                set_state(SwitchState.SWITCHING)
+                behind = self._follower.await_peers(target, self.options.drain_timeout_ms / 1000)
+                if behind:
+                    log.warning("client.peers_behind", clients=behind, epoch=target.epoch)
+            new = self._connect(spec)
             for member in (*producers, *consumers, *readers):
                 prepared.append(member.prepare(new, spec, current.active))
         except BaseException:
             for receiver in (*consumers, *readers):
                 receiver.resume()
-            close_quietly(new)
+            if new is not None:
+                close_quietly(new)
             raise
         set_state(SwitchState.SWITCHING)
         states = list({id(c.state): c.state for c in consumers}.values())

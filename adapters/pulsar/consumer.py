@@ -30,6 +30,7 @@ never handing a message out again once it was acknowledged.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -41,7 +42,7 @@ from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_
 from hotstandby.adapters.pulsar.client import close_quietly
 from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
 from hotstandby.documents import ClusterSpec
-from hotstandby.errors import ConfigError
+from hotstandby.errors import ConfigCenterUnavailable, ConfigError
 from hotstandby.identity import RecordId
 from hotstandby.logs import get_logger
 
@@ -61,6 +62,7 @@ MessageKey = tuple[str, int, int, int] | RecordId
 # entries' messages; more than a batch's), and the wait for each.
 _HOLDS_READ_LIMIT = 2_000
 _HOLDS_WAIT_MS = 2_000
+_LOGGED_COUNTS = frozenset(10**n for n in range(12))
 # receive() waits in slices this long, so that a switch swaps its consumer in between.
 _SLICE_MS = 100
 
@@ -108,8 +110,9 @@ class Consumer:
         self._held: list[pulsar.Message] = []  # received while a switch ran (see _hold)
         self._switching = False
         self._closed = False
+        self._counts: dict[str, int] = {}  # see _seldom
         partitions = client.inner.get_topic_partitions(topic)
-        self._state.load(len(partitions))
+        client.follower.patiently(lambda: self._state.load(len(partitions)), "subscribing")
         consumer_type = kwargs.get("consumer_type", pulsar.ConsumerType.Exclusive)
         # Exclusive and Failover: one consumer reads a partition, in the broker's order, so an
         # acknowledged prefix can be sent to the broker as one cumulative acknowledgement.
@@ -348,8 +351,15 @@ class Consumer:
     def _acknowledge_unknown_id(self, mid: pulsar.MessageId, *, cumulative: bool) -> None:
         """A message id of no message handed out here: nothing to record in the ledger (its
         identity is unknown), so the broker alone gets it, as pulsar-client would send it."""
-        log.info("consumer.ack_of_unknown_message_id", topic=self._topic, message_id=str(mid))
+        self._seldom("consumer.ack_of_unknown_message_id", message_id=str(mid))
         self._state.after_store(self._inner, mid, cumulative=cumulative)
+
+    def _seldom(self, event: str, **fields: Any) -> None:
+        """Log ``event`` at its 1st, 10th, 100th, ... occurrence (with the count): it can happen
+        per message, and a log call per message costs too much."""
+        count = self._counts[event] = self._counts.get(event, 0) + 1
+        if count in _LOGGED_COUNTS:
+            log.info(event, topic=self._topic, count=count, **fields)
 
     def _acknowledge_elsewhere(self, message: pulsar.Message) -> None:
         """A message handed out on a cluster the consumer has left (or acknowledged already):
@@ -357,7 +367,7 @@ class Consumer:
         key: MessageKey | None = getattr(message, "_hs_key", None)
         rid = key if isinstance(key, RecordId) else identity_of(message)
         if rid is None:
-            log.info("consumer.ack_without_identity_ignored", topic=self._topic, message_id=str(message.message_id()))
+            self._seldom("consumer.ack_without_identity_ignored", message_id=str(message.message_id()))
             return
         self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, rid, now_ms()))
 
@@ -409,8 +419,12 @@ class Consumer:
             self._inner.unsubscribe()
 
     def close(self) -> None:
-        """Store the acknowledgements, send them, close (the client stops moving this consumer)."""
-        self._state.flush()
+        """Store the acknowledgements, send them, close (the client stops moving this consumer).
+        While etcd is unreachable it waits up to the etcd timeout for it; acknowledgements it
+        could not store stay with the subscription's other consumers of this client, or else
+        are logged as not stored (those messages come again: at least once)."""
+        with contextlib.suppress(ConfigCenterUnavailable):  # logged by the state
+            self._client.follower.patiently(self._state.flush, "storing acknowledgements")
         with self._lock:
             self._closed = True
             inner = self._inner

@@ -18,6 +18,7 @@ import pulsar
 
 from hotstandby.ack_tracker import AckTracker, Slot
 from hotstandby.configcenter import ConfigCenter
+from hotstandby.errors import ConfigCenterError
 from hotstandby.ledger import PartitionLedger
 from hotstandby.ledger_follower import LedgerFollower
 from hotstandby.ledger_store import LedgerStore
@@ -107,11 +108,21 @@ class SubscriptionState:
                 self.acks.merge((topic, partition), ledger)
 
     def _flush_loop(self) -> None:
+        failing_since: float | None = None
+        failures = 0
         while not self._stop.wait(_FLUSH_S):
             try:
                 self.flush()
-            except Exception as exc:  # etcd unreachable: acknowledgements wait, nothing is lost
-                log.warning("consumer.ledger_store_failed", subscription=self.subscription, error=str(exc))
+            except Exception as exc:  # etcd unreachable: acknowledgements wait (and filter), nothing is lost
+                failures += 1
+                if failing_since is None:  # once per outage, not every 100 ms
+                    failing_since = time.monotonic()
+                    log.warning("consumer.ledger_store_failed", subscription=self.subscription, error=str(exc))
+                continue
+            if failing_since is not None:
+                log.warning("consumer.ledger_stored_again", subscription=self.subscription, failures=failures,
+                            after_s=round(time.monotonic() - failing_since, 1))  # fmt: skip
+                failing_since, failures = None, 0
 
     def flush(self) -> None:
         """Store the changed ledgers, then send the acknowledgements they hold to the broker.
@@ -130,6 +141,7 @@ class SubscriptionState:
                 self._dirty |= dirty
                 self._broker_acks[:0] = pending
             raise
+        failed: list[str] = []
         for consumer, message, cumulative in sends:
             try:
                 if cumulative:
@@ -137,7 +149,9 @@ class SubscriptionState:
                 else:
                     consumer.acknowledge(message)
             except pulsar.PulsarException as exc:  # the ledger holds it; the broker redelivers, we filter
-                log.info("consumer.broker_ack_failed", error=str(exc))
+                failed.append(str(exc))
+        if failed:  # one event per store, not per message
+            log.info("consumer.broker_ack_failed", subscription=self.subscription, count=len(failed), error=failed[0])
 
     def _folded(self, pending: list[_BrokerAck]) -> list[_Send]:
         """The broker acknowledgements to send for ``pending`` (lock held, acknowledgements
@@ -171,5 +185,8 @@ class SubscriptionState:
         self._flusher.join(5)
         try:
             self.flush()
+        except ConfigCenterError as exc:  # etcd unreachable: nobody is left to store them
+            log.warning("consumer.acknowledgements_not_stored", subscription=self.subscription,
+                        messages=len(self._broker_acks), error=str(exc))  # fmt: skip
         finally:
             self._follower.close()

@@ -11,7 +11,6 @@ import json
 import threading
 
 import pytest
-from structlog.testing import capture_logs
 
 from hotstandby.configcenter import ConfigCenter, KVStore
 from hotstandby.documents import ClusterSpec, Link
@@ -24,7 +23,7 @@ from hotstandby.errors import (
     UnknownRouteError,
     ValidationError,
 )
-from tests.support import ChangeQueue, GatedStore, wait_for
+from tests.support import ChangeQueue, GatedStore, capture_logs, wait_for
 
 
 def kafka(name: str) -> ClusterSpec:

@@ -10,12 +10,11 @@ import json
 import threading
 
 import pytest
-from structlog.testing import capture_logs
 
 from hotstandby.configcenter import ConfigCenter, KVStore
 from hotstandby.documents import ClusterSpec
 from hotstandby.errors import ConcurrentUpdateError, StaleEpochError, UnexpectedEpochError
-from tests.support import ChangeQueue
+from tests.support import ChangeQueue, capture_logs
 
 DEEP = b"[" * 10_000 + b"]" * 10_000
 

@@ -11,7 +11,6 @@ import time
 from dataclasses import replace
 
 import pytest
-from structlog.testing import capture_logs
 
 from hotstandby.cli import main as cli_main
 from hotstandby.configcenter import ConfigCenter
@@ -19,7 +18,7 @@ from hotstandby.errors import ConfigCenterUnavailable
 from hotstandby.refcluster import RefCluster
 from hotstandby.refcluster.binaries import find_binaries
 from tests.integration.conftest import etcd_args
-from tests.support import ChangeQueue, wait_for
+from tests.support import ChangeQueue, capture_logs, wait_for
 
 
 def test_cli_switch_is_seen_by_a_running_watcher(

@@ -17,6 +17,13 @@ def test_split_keeps_client_settings_untouched() -> None:
     assert opts.client_id.startswith("producer-")
 
 
+def test_the_etcd_timeout_option_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOTSTANDBY_ETCD_TIMEOUT", "7")
+    opts, _ = ClientOptions.split({"hotstandby.route": "r", "hotstandby.etcd.timeout.ms": 30_000}, role="p")
+    assert opts.settings.etcd_timeout == 30.0
+    assert ClientOptions.split({"hotstandby.route": "r"}, role="p")[0].settings.etcd_timeout == 7.0
+
+
 @pytest.mark.parametrize(
     ("config", "error", "match"),
     [
@@ -25,6 +32,7 @@ def test_split_keeps_client_settings_untouched() -> None:
         ({"hotstandby.route": "r", "hotstandby.replay.window": 5}, ValidationError, "unknown setting"),
         ({"hotstandby.route": "r", "hotstandby.drain.timeout.ms": "soon"}, ValidationError, "integer"),
         ({"hotstandby.route": "r", "hotstandby.replay.window.bytes": -1}, ValidationError, "negative"),
+        ({"hotstandby.route": "r", "hotstandby.etcd.timeout.ms": 0}, ValidationError, "positive"),
     ],
 )
 def test_bad_options_are_refused(config: dict[str, object], error: type[Exception], match: str) -> None:

@@ -45,3 +45,39 @@ def test_configured_logging_redacts(monkeypatch) -> None:  # type: ignore[no-unt
     monkeypatch.setattr(sys, "stderr", out)
     get_logger().info("cluster.stored", client={"sasl.password": "hunter2"})
     assert "hunter2" not in out.getvalue() and REDACTED in out.getvalue()
+
+
+def test_unconfigured_logging_prints_nothing(capfd) -> None:  # type: ignore[no-untyped-def]
+    from hotstandby.logs import get_logger
+
+    log = get_logger("hotstandby.test")
+    log.debug("record.filtered", topic="t", offset=1)
+    log.info("client.started", client="c")
+    log.warning("switch.failed", error="boom")
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+
+
+def test_events_are_stdlib_records_under_hotstandby_names_with_their_fields() -> None:
+    import logging
+
+    from hotstandby.logs import get_logger
+
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    handler, logger = Keep(), logging.getLogger("hotstandby")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        get_logger("hotstandby.switch").info("switch.started", client="c", to="b", password="p")
+        get_logger("hotstandby.ledger").debug("ledger.flushed", records=3)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+    assert [(r.name, r.levelname) for r in records] == [("hotstandby.switch", "INFO"), ("hotstandby.ledger", "DEBUG")]
+    assert dict(records[0].msg) == {"event": "switch.started", "client": "c", "to": "b", "password": REDACTED}  # type: ignore[call-overload]
+    assert records[1].getMessage() == "ledger.flushed records=3"

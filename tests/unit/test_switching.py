@@ -8,7 +8,7 @@ from collections.abc import Callable
 from hotstandby.configcenter import RouteChange
 from hotstandby.documents import Route
 from hotstandby.switching import Switcher, SwitchState
-from tests.support import wait_for
+from tests.support import capture_logs, wait_for
 
 
 def route(active: str, epoch: int) -> Route:
@@ -96,5 +96,47 @@ def test_a_newer_epoch_replaces_a_failing_switch() -> None:
         sw.offer(change("a", 3))  # back to where we are: no move needed
         assert sw.wait_idle(10)
         assert sw.route.active == "a" and sw.route.epoch == 3
+    finally:
+        sw.close()
+
+
+def test_a_target_that_does_not_answer_is_not_switched_to_until_it_does() -> None:
+    script = Script()
+    down = threading.Event()
+    down.set()
+    asked: list[str] = []
+
+    def answers(target: Route) -> str | None:
+        asked.append(target.active)
+        return "b:1: ConnectionRefusedError" if down.is_set() else None
+
+    with capture_logs() as logs:
+        sw = Switcher("c1", route("a", 1), script, answers=answers, max_backoff=0.05)
+        try:
+            sw.offer(change("b", 2))
+            wait_for(lambda: len(asked) >= 5, 10, "repeated checks of the target")
+            assert script.calls == [], "the old cluster was given up for one that does not answer"
+            assert sw.state is SwitchState.ACTIVE and sw.route.active == "a"
+            down.clear()
+            assert sw.wait_idle(10)
+            assert sw.route.active == "b" and script.calls == [("a", "b", 2)]
+            assert sw.history[0].attempts == 1 and sw.failures == 0 and sw.unreachable >= 5
+        finally:
+            sw.close()
+    unreachable = [e for e in logs if e["event"] == "switch.target_unreachable"]
+    assert len(unreachable) >= 5 and unreachable[0]["detail"] == "b:1: ConnectionRefusedError"
+    assert [e["check"] for e in unreachable[:3]] == [1, 2, 3] and unreachable[0]["log_level"] == "warning"
+
+
+def test_a_newer_epoch_replaces_a_target_that_does_not_answer() -> None:
+    script = Script()
+    sw = Switcher("c1", route("a", 1), script, answers=lambda t: "down" if t.active == "b" else None,
+                  max_backoff=0.05)  # fmt: skip
+    try:
+        sw.offer(change("b", 2))
+        wait_for(lambda: sw.unreachable >= 2, 10, "checks of b")
+        sw.offer(change("a", 3))  # flipped back: nothing to move
+        assert sw.wait_idle(10)
+        assert script.calls == [] and (sw.route.active, sw.route.epoch) == ("a", 3)
     finally:
         sw.close()

@@ -1,0 +1,74 @@
+"""A library's logging: silent unless the application configures logging, then stdlib records."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.refcluster import RefCluster
+
+# Produces, consumes and acknowledges 10 messages through the SDK, closes; configures logging
+# only when asked to (argv[4] == "debug"). pulsar-client's own C++ logger is kept quiet: that
+# output is the application's choice, not the SDK's.
+APP = """
+import logging, sys
+import pulsar
+from hotstandby.adapters.pulsar import Client
+
+etcd, namespace, topic, mode = sys.argv[1:5]
+if mode == "debug":
+    logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s|%(levelname)s|%(message)s")
+quiet = logging.getLogger("pulsar-client")
+quiet.setLevel(logging.CRITICAL)
+quiet.propagate = False
+client = Client("payments", etcd=etcd, namespace=namespace, logger=quiet, client_id="quiet-app")
+consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared,
+                            initial_position=pulsar.InitialPosition.Earliest)
+producer = client.create_producer(topic)
+for i in range(10):
+    producer.send(f"m{i}".encode())
+for _ in range(10):
+    consumer.acknowledge(consumer.receive(timeout_millis=30_000))
+client.close()
+"""
+
+
+def _run(refcluster: RefCluster, namespace: str, tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
+    topic = f"persistent://public/default/log-{uuid.uuid4().hex[:8]}"
+    script = tmp_path / "app.py"
+    script.write_text(APP)
+    return subprocess.run(
+        [sys.executable, str(script), f"127.0.0.1:{refcluster.ports.etcd}", namespace, topic, mode],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_an_application_that_configures_no_logging_gets_no_output(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str, tmp_path: Path
+) -> None:
+    done = _run(refcluster, namespace, tmp_path, "none")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "", f"the SDK printed on stdout:\n{done.stdout[:2000]}"
+    assert done.stderr == "", f"the SDK printed on stderr:\n{done.stderr[:2000]}"
+
+
+def test_configured_logging_gets_the_events_as_stdlib_records_with_their_fields(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str, tmp_path: Path
+) -> None:
+    done = _run(refcluster, namespace, tmp_path, "debug")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    ours = [line.split("|", 2) for line in done.stderr.splitlines() if line.startswith("hotstandby")]
+    by_event = {msg.split(" ", 1)[0]: (name, level, msg) for name, level, msg in ours}
+    name, level, msg = by_event["client.started"]
+    assert (name, level) == ("hotstandby.client", "INFO")
+    assert "client=quiet-app" in msg and "route=payments" in msg and "cluster=pulsar-a" in msg
+    name, level, msg = by_event["ledger.flushed"]
+    assert (name, level) == ("hotstandby.ledger", "DEBUG") and "records=" in msg
+    assert all(name.startswith("hotstandby.") for name, _, _ in ours)
