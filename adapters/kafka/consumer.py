@@ -170,7 +170,8 @@ class Consumer(RouteClient):
     def subscribe(
         self, topics: Sequence[str], on_assign: Rebalance | None = None, on_revoke: Rebalance | None = None
     ) -> None:
-        links = self._follower.center.links()
+        # As creating the consumer: waits out a short etcd outage (hotstandby.etcd.timeout.ms).
+        links = self._follower.patiently(self._follower.center.links, "reading the links")
         self._await_leaves(self._spec)
         with self._lock:
             self._topics = list(topics)
