@@ -24,7 +24,7 @@ from typing import Any
 
 import structlog
 
-__all__ = ["REDACTED", "Event", "configure", "get_logger", "redact_secrets", "reset"]
+__all__ = ["REDACTED", "Event", "Seldom", "configure", "get_logger", "redact_secrets", "reset"]
 
 REDACTED = "***"
 
@@ -154,3 +154,19 @@ def reset() -> None:
     while _configured:
         logger.removeHandler(_configured.pop())
     logger.setLevel(logging.NOTSET)
+
+
+class Seldom:
+    """Logs an event at its 1st, 10th, 100th, ... occurrence, with the count: for events that
+    can happen once per message, where a log call each time would cost too much."""
+
+    _LOGGED = frozenset(10**n for n in range(15))
+
+    def __init__(self, logger: Any) -> None:
+        self._log = logger
+        self._counts: dict[str, int] = {}
+
+    def info(self, event: str, **fields: Any) -> None:
+        count = self._counts[event] = self._counts.get(event, 0) + 1
+        if count in self._LOGGED:
+            self._log.info(event, count=count, **fields)

@@ -57,7 +57,7 @@ from hotstandby.identity import HEADER, RecordId
 from hotstandby.ledger import PartitionLedger
 from hotstandby.ledger_follower import LedgerFollower
 from hotstandby.ledger_store import LedgerStore
-from hotstandby.logs import get_logger
+from hotstandby.logs import Seldom, get_logger
 from hotstandby.switching import SwitchState
 
 __all__ = ["Consumer"]
@@ -124,6 +124,7 @@ class Consumer(RouteClient):
         self._on_revoke: Rebalance | None = None
         self._logical: dict[str, str] = {}  # physical topic -> logical topic
         self._acks = AckTracker()  # ledgers, records handed out, acknowledgements
+        self._seldom = Seldom(log)  # events that can happen per record
         self._ledgers = Ledgers(self._ledgers_store, self._acks, group=self.group, owner=self.options.client_id)
         self._starts: StartPositions | None = None  # after a switch: where each partition starts
         self._started: set[Slot] = set()
@@ -431,8 +432,8 @@ class Consumer(RouteClient):
                 key = self._acks.acknowledge_identity(str(message.topic()), rid, _now_ms())
                 left = {key} if key is not None else set()
             else:
-                log.info("consumer.ack_without_identity_ignored", topic=physical, partition=slot[1], offset=offset,
-                         cluster=self._spec.name)  # fmt: skip
+                self._seldom.info("consumer.ack_without_identity_ignored", topic=physical, partition=slot[1],
+                                  offset=offset, cluster=self._spec.name)  # fmt: skip
             self._ledgers.dirty |= left or set()
             return {}
         if offsets is not None:

@@ -312,8 +312,12 @@ class Producer(RouteClient):
         if self._pending and probe_cluster(self._spec, timeout=min(1.0, drain_s)).ok:
             old.flush(drain_s)  # planned switch: let the old cluster acknowledge what it has
         new = self._connect(spec)
-        new.list_topics(timeout=_METADATA_TIMEOUT_S)  # raises if the new cluster does not answer
-        positions = self._replication_positions(current.active, spec) if self._window else {}
+        try:
+            new.list_topics(timeout=_METADATA_TIMEOUT_S)  # raises if the new cluster does not answer
+            positions = self._replication_positions(current.active, spec) if self._window else {}
+        except BaseException:
+            new.close()  # a failed attempt leaves no connection behind (the next one makes its own)
+            raise
         set_state(SwitchState.SWITCHING)
         with self._lock:
             self._generation += 1

@@ -44,7 +44,7 @@ from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
 from hotstandby.documents import ClusterSpec
 from hotstandby.errors import ConfigCenterUnavailable, ConfigError
 from hotstandby.identity import RecordId
-from hotstandby.logs import get_logger
+from hotstandby.logs import Seldom, get_logger
 
 if TYPE_CHECKING:
     from hotstandby.adapters.pulsar.client import Client
@@ -62,7 +62,6 @@ MessageKey = tuple[str, int, int, int] | RecordId
 # entries' messages; more than a batch's), and the wait for each.
 _HOLDS_READ_LIMIT = 2_000
 _HOLDS_WAIT_MS = 2_000
-_LOGGED_COUNTS = frozenset(10**n for n in range(12))
 # receive() waits in slices this long, so that a switch swaps its consumer in between.
 _SLICE_MS = 100
 
@@ -110,7 +109,7 @@ class Consumer:
         self._held: list[pulsar.Message] = []  # received while a switch ran (see _hold)
         self._switching = False
         self._closed = False
-        self._counts: dict[str, int] = {}  # see _seldom
+        self._seldom = Seldom(log)  # events that can happen per message
         partitions = client.inner.get_topic_partitions(topic)
         client.follower.patiently(lambda: self._state.load(len(partitions)), "subscribing")
         consumer_type = kwargs.get("consumer_type", pulsar.ConsumerType.Exclusive)
@@ -351,15 +350,8 @@ class Consumer:
     def _acknowledge_unknown_id(self, mid: pulsar.MessageId, *, cumulative: bool) -> None:
         """A message id of no message handed out here: nothing to record in the ledger (its
         identity is unknown), so the broker alone gets it, as pulsar-client would send it."""
-        self._seldom("consumer.ack_of_unknown_message_id", message_id=str(mid))
+        self._seldom.info("consumer.ack_of_unknown_message_id", topic=self._topic, message_id=str(mid))
         self._state.after_store(self._inner, mid, cumulative=cumulative)
-
-    def _seldom(self, event: str, **fields: Any) -> None:
-        """Log ``event`` at its 1st, 10th, 100th, ... occurrence (with the count): it can happen
-        per message, and a log call per message costs too much."""
-        count = self._counts[event] = self._counts.get(event, 0) + 1
-        if count in _LOGGED_COUNTS:
-            log.info(event, topic=self._topic, count=count, **fields)
 
     def _acknowledge_elsewhere(self, message: pulsar.Message) -> None:
         """A message handed out on a cluster the consumer has left (or acknowledged already):
@@ -367,7 +359,8 @@ class Consumer:
         key: MessageKey | None = getattr(message, "_hs_key", None)
         rid = key if isinstance(key, RecordId) else identity_of(message)
         if rid is None:
-            self._seldom("consumer.ack_without_identity_ignored", message_id=str(message.message_id()))
+            self._seldom.info("consumer.ack_without_identity_ignored", topic=self._topic,
+                             message_id=str(message.message_id()))  # fmt: skip
             return
         self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, rid, now_ms()))
 

@@ -81,3 +81,17 @@ def test_events_are_stdlib_records_under_hotstandby_names_with_their_fields() ->
     assert [(r.name, r.levelname) for r in records] == [("hotstandby.switch", "INFO"), ("hotstandby.ledger", "DEBUG")]
     assert dict(records[0].msg) == {"event": "switch.started", "client": "c", "to": "b", "password": REDACTED}  # type: ignore[call-overload]
     assert records[1].getMessage() == "ledger.flushed records=3"
+
+
+def test_seldom_logs_an_event_at_its_1st_10th_and_100th_occurrence() -> None:
+    from hotstandby.logs import Seldom, get_logger
+    from tests.support import capture_logs
+
+    seldom = Seldom(get_logger("hotstandby.test"))
+    with capture_logs() as logs:
+        for i in range(150):
+            seldom.info("thing.happened", n=i)
+        seldom.info("other.thing")
+    assert [(e["event"], e["count"]) for e in logs] == [
+        ("thing.happened", 1), ("thing.happened", 10), ("thing.happened", 100), ("other.thing", 1),
+    ]  # fmt: skip
