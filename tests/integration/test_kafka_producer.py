@@ -267,3 +267,20 @@ def test_a_produce_loop_across_three_flips_one_with_the_broker_killed_never_gets
     assert deliveries.errors == []
     assert len(deliveries.ok) == count and set(deliveries.ok.values()) == {1}
     once_on_b(refcluster, topic, set(deliveries.ok))
+
+
+def test_a_producer_follows_a_valid_flip_within_2_s_after_a_poisoned_route_value(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    producer = Producer(route_config(refcluster, namespace))
+    try:
+        assert producer.cluster == "kafka-a"
+        # 10 KB of '[' under the route (it stopped the watcher for good: later flips never came).
+        center.store.put(center.keys.route("orders"), b"[" * 10_000)
+        flipped_at = time.monotonic()
+        center.switch("orders", "kafka-b")
+        wait_for(lambda: producer.cluster == "kafka-b", 2.0, "the producer on kafka-b within 2 s of the flip")
+        with capsys.disabled():
+            print(f"\n[measure] producer on kafka-b {(time.monotonic() - flipped_at) * 1000:.0f} ms after the flip")
+    finally:
+        producer.close()
