@@ -346,8 +346,18 @@ class ConfigCenter:
         self.store.put(self.keys.topic(cluster, topic), b"{}")
 
     def registered_topics(self, cluster: str) -> list[str]:
-        kvs, _ = self.store.get_prefix(self.keys.topics(cluster))
-        return [Keys.tail(kv.key, self.keys.topics(cluster))[0] for kv in kvs]
+        """The topics registered for ``cluster``; a key under the prefix that names no topic
+        (written by hand: empty, or with an unquoted '/') is logged and left out."""
+        prefix = self.keys.topics(cluster)
+        kvs, _ = self.store.get_prefix(prefix)
+        found = []
+        for kv in kvs:
+            parts = Keys.tail(kv.key, prefix)
+            if len(parts) == 1 and parts[0]:
+                found.append(parts[0])
+            else:
+                log.warning("topic.rejected", key=kv.key, reason="the key names no topic")
+        return found
 
     # -- watching ------------------------------------------------------------------------
 

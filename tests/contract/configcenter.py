@@ -160,6 +160,13 @@ class ConfigCenterContract:
         with pytest.raises(UnknownClusterError):
             center.register_topic("ghost", "t")
 
+    def test_a_registered_topic_key_that_names_no_topic_is_left_out(self, center: ConfigCenter) -> None:
+        center.register_topic("pulsar-a", "persistent://public/default/payments")
+        prefix = center.keys.topics("pulsar-a")
+        for junk in ("", "a/b", "%2F%2F/x"):  # no name; a name with a '/' not quoted
+            center.store.put(prefix + junk, b"[[[[")
+        assert center.registered_topics("pulsar-a") == ["persistent://public/default/payments"]
+
     def test_switch_moves_epoch_forward_with_audit_fields(self, center: ConfigCenter) -> None:
         route = center.switch("orders", "kafka-b", reason="planned", by="sre@test")
         assert (route.active, route.epoch, route.reason, route.by) == ("kafka-b", 2, "planned", "sre@test")
