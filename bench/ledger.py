@@ -18,8 +18,8 @@ import random
 import sys
 import timeit
 
-from hotstandby.identity import RecordId
-from hotstandby.ledger import LedgerDocument, PartitionLedger
+from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ledger import LedgerDocument, PartitionLedger
 
 
 def measure(messages: int, unacked_ratio: float, seed: int = 7) -> dict[str, float | int]:

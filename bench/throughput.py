@@ -42,7 +42,7 @@ import time
 import uuid
 from typing import Any
 
-from hotstandby.identity import HEADER, IdentityText, RecordId, new_session
+from hotstandby.failover.identity import HEADER, IdentityText, RecordId, new_session
 from hotstandby.logs import configure
 from hotstandby.refcluster import Ports, RefCluster
 

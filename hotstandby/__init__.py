@@ -6,7 +6,7 @@ never imports confluent_kafka, pulsar, pyspark or the etcd client.
 """
 
 from hotstandby.configcenter import ConfigCenter, MemoryStore, RouteChange, RouteWatcher
-from hotstandby.documents import ClusterSpec, Link, Route
+from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.errors import (
     ClusterNotAnswering,
     ConcurrentUpdateError,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from hotstandby.identity import RecordId
+from hotstandby.failover.identity import RecordId
 from hotstandby.registry import import_adapter_module
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class Adapter(Protocol):
     identity_key: str  # the header / property that carries the record identity
 
     def probe(self, host: str, port: int, timeout: float) -> str:
-        """Raise ``OSError`` or :class:`~hotstandby.probe.ProtocolError` unless the broker at
+        """Raise ``OSError`` or :class:`~hotstandby.failover.probe.ProtocolError` unless the broker at
         ``host:port`` answers the protocol's handshake within ``timeout`` s; a short summary."""
         ...
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from hotstandby.adapters.kafka import probe as kafka_probe
 from hotstandby.errors import FormatError
-from hotstandby.identity import HEADER, RecordId
+from hotstandby.failover.identity import HEADER, RecordId
 
 if TYPE_CHECKING:
     from hotstandby.drill.report import DrillReport

@@ -43,22 +43,22 @@ from typing import Any
 from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from hotstandby.ack_tracker import AckTracker
 from hotstandby.adapters.kafka.group_leave import PendingLeaves, leave_in_turn
 from hotstandby.adapters.kafka.ledgers import Ledgers
 from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
 from hotstandby.adapters.kafka.topic_map import physical_topics
-from hotstandby.client_options import ClientOptions
+from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.configcenter.lock import StoreLock
-from hotstandby.documents import ClusterSpec, Link, Route
 from hotstandby.errors import ConfigCenterError, ConfigCenterUnavailable, FormatError
-from hotstandby.follower import RouteClient, RouteFollower, wait_slices
-from hotstandby.identity import HEADER, RecordId
-from hotstandby.ledger import PartitionLedger
-from hotstandby.ledger_follower import LedgerFollower
-from hotstandby.ledger_store import LedgerStore
+from hotstandby.failover.ack_tracker import AckTracker
+from hotstandby.failover.client_options import ClientOptions
+from hotstandby.failover.follower import RouteClient, RouteFollower, wait_slices
+from hotstandby.failover.identity import HEADER, RecordId
+from hotstandby.failover.ledger.follower import LedgerFollower
+from hotstandby.failover.ledger.ledger import PartitionLedger
+from hotstandby.failover.ledger.store import LedgerStore
+from hotstandby.failover.switching import SwitchState
 from hotstandby.logs import Seldom, get_logger
-from hotstandby.switching import SwitchState
 
 __all__ = ["Consumer"]
 

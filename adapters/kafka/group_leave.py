@@ -27,11 +27,11 @@ from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka.admin_clients import shared_admin
 from hotstandby.configcenter import ConfigCenter
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.configcenter.lock import StoreLock
-from hotstandby.documents import ClusterSpec
 from hotstandby.errors import ConfigCenterError
+from hotstandby.failover.probe import probe_cluster
 from hotstandby.logs import get_logger
-from hotstandby.probe import probe_cluster
 
 __all__ = ["PendingLeaves", "leave_in_turn"]
 

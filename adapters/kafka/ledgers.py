@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import time
 
-from hotstandby.ack_tracker import AckTracker, LedgerKey
 from hotstandby.errors import ConcurrentUpdateError, ConfigCenterError, FencedError
-from hotstandby.ledger_store import LedgerStore
+from hotstandby.failover.ack_tracker import AckTracker, LedgerKey
+from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.logs import get_logger
 
 __all__ = ["Ledgers"]

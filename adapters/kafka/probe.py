@@ -10,7 +10,7 @@ from __future__ import annotations
 import ssl
 import struct
 
-from hotstandby.probe import ProtocolError, request_frame
+from hotstandby.failover.probe import ProtocolError, request_frame
 
 __all__ = ["probe"]
 

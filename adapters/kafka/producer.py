@@ -25,16 +25,16 @@ from confluent_kafka import KafkaError, KafkaException, Message
 from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.replication_progress import Position, StoredRecord, read_positions, replicated
-from hotstandby.client_options import ClientOptions
-from hotstandby.documents import ClusterSpec, Link, Route
+from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.errors import ConfigCenterError
-from hotstandby.follower import RouteClient, RouteFollower, wait_slices
-from hotstandby.identity import HEADER, RecordId, new_session
+from hotstandby.failover.client_options import ClientOptions
+from hotstandby.failover.follower import RouteClient, RouteFollower, wait_slices
+from hotstandby.failover.identity import HEADER, RecordId, new_session
+from hotstandby.failover.partitioner import DEFAULT_KEYED, Partitioner
+from hotstandby.failover.probe import probe_cluster
+from hotstandby.failover.replay_window import ReplayWindow
+from hotstandby.failover.switching import SwitchState
 from hotstandby.logs import get_logger
-from hotstandby.partitioner import DEFAULT_KEYED, Partitioner
-from hotstandby.probe import probe_cluster
-from hotstandby.replay_window import ReplayWindow
-from hotstandby.switching import SwitchState
 
 __all__ = ["Producer"]
 

@@ -22,7 +22,7 @@ from confluent_kafka import KafkaException
 
 from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, read_to_end
 from hotstandby.adapters.kafka.replicator.progress import decode_progress
-from hotstandby.documents import ClusterSpec, Link
+from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.logs import get_logger
 
 __all__ = ["Position", "StoredRecord", "progress_topic", "read_positions", "replicated"]

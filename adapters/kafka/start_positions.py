@@ -31,10 +31,10 @@ from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
 from hotstandby.adapters.kafka.mm2.policy import ReplicationPolicy
 from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, read_to_end
 from hotstandby.adapters.kafka.translate import from_checkpoints, reverse
-from hotstandby.documents import ClusterSpec, Link
+from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.errors import FormatError
+from hotstandby.failover.translation import Proposal, Strategy, choose
 from hotstandby.logs import get_logger
-from hotstandby.translation import Proposal, Strategy, choose
 
 __all__ = ["StartPositions", "Visit"]
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncStore
-from hotstandby.translation import Proposal
+from hotstandby.failover.translation import Proposal
 
 __all__ = ["forward", "from_checkpoints", "reverse"]
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from hotstandby.adapters.pulsar import probe as pulsar_probe
 from hotstandby.errors import FormatError
-from hotstandby.identity import HEADER, RecordId
+from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.logs import get_logger
 
 if TYPE_CHECKING:

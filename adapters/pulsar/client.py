@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import pulsar
 
-from hotstandby.client_options import PREFIX, ClientOptions
-from hotstandby.documents import ClusterSpec, Route
+from hotstandby.configcenter.documents import ClusterSpec, Route
 from hotstandby.errors import ConfigError
-from hotstandby.follower import RouteClient, RouteFollower
+from hotstandby.failover.client_options import PREFIX, ClientOptions
+from hotstandby.failover.follower import RouteClient, RouteFollower
+from hotstandby.failover.switching import SwitchState
 from hotstandby.logs import get_logger
-from hotstandby.switching import SwitchState
 
 if TYPE_CHECKING:
     from hotstandby.adapters.pulsar.consumer import Consumer

@@ -41,9 +41,9 @@ import pulsar
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM, identity_in, identity_of
 from hotstandby.adapters.pulsar.client import close_quietly
 from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
-from hotstandby.documents import ClusterSpec
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigCenterUnavailable, ConfigError
-from hotstandby.identity import RecordId
+from hotstandby.failover.identity import RecordId
 from hotstandby.logs import Seldom, get_logger
 
 if TYPE_CHECKING:

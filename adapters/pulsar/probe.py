@@ -16,8 +16,8 @@ import ssl
 import struct
 
 from hotstandby.errors import FormatError
-from hotstandby.identity import read_uvarint, write_uvarint
-from hotstandby.probe import ProtocolError, request_frame
+from hotstandby.failover.identity import read_uvarint, write_uvarint
+from hotstandby.failover.probe import ProtocolError, request_frame
 
 __all__ = ["probe"]
 

@@ -27,13 +27,13 @@ import pulsar
 from pulsar.schema import Schema
 
 from hotstandby.adapters.pulsar.adapter import decode_identity
-from hotstandby.documents import ClusterSpec
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
-from hotstandby.identity import HEADER, IdentityText, new_session
+from hotstandby.failover.identity import HEADER, IdentityText, new_session
+from hotstandby.failover.partitioner import DEFAULT_KEYED, Partitioner
+from hotstandby.failover.probe import probe_cluster
+from hotstandby.failover.replay_window import ReplayWindow
 from hotstandby.logs import get_logger
-from hotstandby.partitioner import DEFAULT_KEYED, Partitioner
-from hotstandby.probe import probe_cluster
-from hotstandby.replay_window import ReplayWindow
 
 if TYPE_CHECKING:
     from hotstandby.adapters.pulsar.client import Client

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 import pulsar
 
 from hotstandby.adapters.pulsar.adapter import identity_of
-from hotstandby.documents import ClusterSpec
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
-from hotstandby.follower import wait_slices
-from hotstandby.ledger import PartitionLedger
+from hotstandby.failover.follower import wait_slices
+from hotstandby.failover.ledger.ledger import PartitionLedger
 
 if TYPE_CHECKING:
     from hotstandby.adapters.pulsar.client import Client

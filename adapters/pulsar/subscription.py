@@ -16,12 +16,12 @@ import time
 
 import pulsar
 
-from hotstandby.ack_tracker import AckTracker, Slot
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterError
-from hotstandby.ledger import PartitionLedger
-from hotstandby.ledger_follower import LedgerFollower
-from hotstandby.ledger_store import LedgerStore
+from hotstandby.failover.ack_tracker import AckTracker, Slot
+from hotstandby.failover.ledger.follower import LedgerFollower
+from hotstandby.failover.ledger.ledger import PartitionLedger
+from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.logs import get_logger
 
 __all__ = ["SubscriptionState"]

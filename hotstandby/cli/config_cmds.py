@@ -9,10 +9,10 @@ from typing import Any
 
 from hotstandby.cli.output import emit, invalid_section, table
 from hotstandby.configcenter import ConfigCenter, Snapshot
-from hotstandby.documents import KINDS, ClusterSpec, Route
+from hotstandby.configcenter.documents import KINDS, ClusterSpec, Route
 from hotstandby.errors import ClusterNotAnswering, HotStandbyError, UnknownRouteError, ValidationError
-from hotstandby.presence import read_clients
-from hotstandby.probe import ProbeResult, probe_cluster
+from hotstandby.failover.presence import read_clients
+from hotstandby.failover.probe import ProbeResult, probe_cluster
 from hotstandby.settings import Settings
 
 __all__ = ["add_commands"]

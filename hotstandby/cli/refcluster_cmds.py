@@ -10,7 +10,7 @@ from typing import Any
 from hotstandby.cli.output import emit, table
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterError
-from hotstandby.probe import probe_cluster
+from hotstandby.failover.probe import probe_cluster
 from hotstandby.refcluster import BROKERS, COMPONENTS, Ports, RefCluster
 from hotstandby.refcluster.cluster import HOST
 

@@ -8,9 +8,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
+from hotstandby.configcenter.documents import (
+    ClusterSpec,
+    Link,
+    Route,
+    check_floor,
+    check_link,
+    check_route,
+    utc_now_iso,
+)
 from hotstandby.configcenter.keys import Keys
 from hotstandby.configcenter.store import KeyValue, KVStore
-from hotstandby.documents import ClusterSpec, Link, Route, check_floor, check_link, check_route, utc_now_iso
 from hotstandby.errors import (
     ConcurrentUpdateError,
     ConfigError,

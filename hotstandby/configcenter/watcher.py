@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import tenacity
 
 from hotstandby.configcenter.center import ConfigCenter
+from hotstandby.configcenter.documents import ClusterSpec, Route, check_floor, check_route, check_route_update
 from hotstandby.configcenter.store import Event, KeyValue, WatchStream
-from hotstandby.documents import ClusterSpec, Route, check_floor, check_route, check_route_update
 from hotstandby.errors import ConfigError, HotStandbyError, RevisionCompacted, ValidationError
 from hotstandby.logs import get_logger
 

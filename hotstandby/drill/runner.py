@@ -20,8 +20,8 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.drill.report import DrillReport, SwitchReport
 from hotstandby.drill.tally import SwitchMark, Tally
 from hotstandby.errors import HotStandbyError
+from hotstandby.failover.presence import list_clients
 from hotstandby.logs import get_logger
-from hotstandby.presence import list_clients
 from hotstandby.refcluster import RefCluster
 
 __all__ = [

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.documents import ClusterSpec, Link, Policy, utc_now_iso
+from hotstandby.configcenter.documents import ClusterSpec, Link, Policy, utc_now_iso
 from hotstandby.errors import ConfigCenterError, RefClusterError, ValidationError
+from hotstandby.failover.probe import ProtocolError, probe_cluster
 from hotstandby.logs import get_logger
-from hotstandby.probe import ProtocolError, probe_cluster
 from hotstandby.refcluster.binaries import find_binaries
 from hotstandby.refcluster.flow_status import read_status
 from hotstandby.refcluster.processes import is_running, spawn, stop_pid, wait_ready

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hotstandby.documents import ClusterSpec, Link
+from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.refcluster.flow_status import read_status
 
 __all__ = [

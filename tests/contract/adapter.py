@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from hotstandby.adapter import Adapter, load_adapter
 from hotstandby.drill import DrillOptions
 from hotstandby.errors import FormatError
-from hotstandby.identity import RecordId
-from hotstandby.probe import ProtocolError
+from hotstandby.failover.identity import RecordId
+from hotstandby.failover.probe import ProtocolError
 from hotstandby.refcluster import RefCluster
 
 

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from hotstandby.configcenter import ConfigCenter, KVStore
-from hotstandby.documents import ClusterSpec, Link
+from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.errors import (
     ConcurrentUpdateError,
     ConfigError,

@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from hotstandby.configcenter import ConfigCenter, KVStore
-from hotstandby.documents import ClusterSpec
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConcurrentUpdateError, StaleEpochError, UnexpectedEpochError
 from tests.support import ChangeQueue, capture_logs
 

@@ -8,7 +8,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from hotstandby.documents import ClusterSpec
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.refcluster import RefCluster
 
 

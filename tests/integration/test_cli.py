@@ -13,7 +13,7 @@ import pytest
 
 from hotstandby.cli import main
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.documents import ClusterSpec
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.refcluster import Ports, RefCluster
 from tests.integration.conftest import etcd_args
 

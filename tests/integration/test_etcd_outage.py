@@ -15,7 +15,7 @@ from hotstandby.adapters.kafka import Producer as KafkaProducer
 from hotstandby.adapters.pulsar import Client
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterUnavailable
-from hotstandby.ledger_store import LedgerStore
+from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, route_config
 from tests.integration.pulsar_helpers import acknowledge_until

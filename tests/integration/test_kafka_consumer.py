@@ -13,10 +13,10 @@ from confluent_kafka.admin import AdminClient
 from hotstandby.adapters.kafka import Consumer, Producer
 from hotstandby.adapters.kafka.group_leave import PendingLeaves
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.identity import HEADER, RecordId
-from hotstandby.ledger_store import LedgerStore
+from hotstandby.failover.identity import HEADER, RecordId
+from hotstandby.failover.ledger.store import LedgerStore
+from hotstandby.failover.switching import SwitchState
 from hotstandby.refcluster import RefCluster
-from hotstandby.switching import SwitchState
 from tests.integration.kafka_helpers import create_topic, route_config
 from tests.integration.kafka_helpers import producer as raw_producer
 from tests.support import wait_for

@@ -13,8 +13,8 @@ from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka import Consumer
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.identity import HEADER, RecordId
-from hotstandby.ledger_store import LedgerStore
+from hotstandby.failover.identity import HEADER, RecordId
+from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, route_config
 from tests.integration.kafka_helpers import producer as raw_producer

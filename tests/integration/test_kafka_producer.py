@@ -15,7 +15,7 @@ from hotstandby.adapters.kafka import Producer
 from hotstandby.adapters.kafka.replication_progress import read_positions
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigError, UnknownRouteError
-from hotstandby.identity import HEADER, RecordId
+from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.refcluster import RefCluster
 from tests.integration.conftest import etcd_args
 from tests.integration.kafka_helpers import create_topic, read_all, route_config

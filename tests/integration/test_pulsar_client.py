@@ -20,8 +20,8 @@ import pytest
 from hotstandby.adapters.pulsar import Client
 from hotstandby.adapters.pulsar.adapter import decode_identity, encode_identity
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.identity import HEADER, RecordId, new_session
-from hotstandby.ledger_store import LedgerStore
+from hotstandby.failover.identity import HEADER, RecordId, new_session
+from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.refcluster import RefCluster
 from tests.integration.pulsar_helpers import acknowledge_until, nothing_more, take
 from tests.support import wait_for

@@ -13,8 +13,8 @@ import pytest
 from hotstandby.adapters.pulsar import Client
 from hotstandby.adapters.pulsar.adapter import decode_identity
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.identity import HEADER
-from hotstandby.partitioner import Partitioner
+from hotstandby.failover.identity import HEADER
+from hotstandby.failover.partitioner import Partitioner
 from hotstandby.refcluster import Ports, RefCluster
 from tests.integration.pulsar_helpers import acknowledge_until, take
 from tests.support import wait_for

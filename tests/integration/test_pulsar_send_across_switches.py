@@ -12,7 +12,7 @@ import pytest
 
 from hotstandby.adapters.pulsar import Client
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.identity import HEADER
+from hotstandby.failover.identity import HEADER
 from hotstandby.refcluster import RefCluster
 from tests.integration import test_pulsar_client as base
 from tests.integration.pulsar_helpers import acknowledge_until, nothing_more

@@ -5,9 +5,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hotstandby.ack_tracker import AckTracker
-from hotstandby.identity import RecordId
-from hotstandby.ledger import PartitionLedger
+from hotstandby.failover.ack_tracker import AckTracker
+from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ledger import PartitionLedger
 
 S = bytes(16)
 

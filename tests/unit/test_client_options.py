@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from hotstandby.client_options import ClientOptions
 from hotstandby.errors import ConfigError, ValidationError
+from hotstandby.failover.client_options import ClientOptions
 
 
 def test_split_keeps_client_settings_untouched() -> None:

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hotstandby.configcenter import ConfigCenter, MemoryStore
-from hotstandby.documents import ClusterSpec, Link, Route
+from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.errors import ValidationError
-from hotstandby.ledger import LedgerDocument
-from hotstandby.presence import list_clients, parse_presence
+from hotstandby.failover.ledger.ledger import LedgerDocument
+from hotstandby.failover.presence import list_clients, parse_presence
 
 # JSON with the field names the parsers look at, so the search reaches past the first check.
 _FIELDS = st.sampled_from(

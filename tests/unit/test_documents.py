@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from hotstandby.documents import (
+from hotstandby.configcenter.documents import (
     ClusterSpec,
     Link,
     Route,

@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hotstandby.errors import FormatError
-from hotstandby.identity import IdentityText, RecordId, new_session
-from hotstandby.rangeset import RangeSet
+from hotstandby.failover.identity import IdentityText, RecordId, new_session
+from hotstandby.failover.ledger.rangeset import RangeSet
 
 sessions = st.binary(min_size=16, max_size=16)
 naturals = st.integers(min_value=0, max_value=2**63 - 1)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 
-from hotstandby.ack_tracker import AckTracker
 from hotstandby.adapters.kafka.ledgers import Ledgers
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.errors import ConfigCenterUnavailable
-from hotstandby.identity import RecordId
-from hotstandby.ledger_store import LedgerStore
+from hotstandby.failover.ack_tracker import AckTracker
+from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.store import LedgerStore
 from tests.support import GatedStore
 
 KEY = ("orders", 0)

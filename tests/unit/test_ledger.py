@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.errors import FencedError, ValidationError
-from hotstandby.identity import RecordId
-from hotstandby.ledger import LedgerDocument, PartitionLedger
-from hotstandby.ledger_store import LedgerStore
+from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ledger import LedgerDocument, PartitionLedger
+from hotstandby.failover.ledger.store import LedgerStore
 
 S1, S2 = b"\x01" * 16, b"\x02" * 16
 NOW = int(time.time() * 1000)

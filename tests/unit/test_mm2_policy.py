@@ -8,7 +8,7 @@ from hotstandby.adapters.kafka.mm2.policy import (
     NameFilter,
     ReplicationPolicy,
 )
-from hotstandby.documents import Link
+from hotstandby.configcenter.documents import Link
 
 prefix = ReplicationPolicy()
 TOPICS = NameFilter()

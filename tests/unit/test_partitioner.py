@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hotstandby.errors import ValidationError
-from hotstandby.partitioner import Partitioner, java_string_hash, murmur2
+from hotstandby.failover.partitioner import Partitioner, java_string_hash, murmur2
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import time
 
 from hotstandby.adapters.kafka.group_leave import PendingLeaves, leave_in_turn
 from hotstandby.configcenter import ConfigCenter, MemoryStore
-from hotstandby.documents import ClusterSpec
+from hotstandby.configcenter.documents import ClusterSpec
 
 
 def test_marks_are_per_cluster_and_group_and_end_with_unmark() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.memory import MemoryStore
-from hotstandby.presence import Presence, list_clients
+from hotstandby.failover.presence import Presence, list_clients
 from tests.support import capture_logs, wait_for
 
 

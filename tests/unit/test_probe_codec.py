@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from hotstandby.adapters.kafka import probe as kafka_probe
 from hotstandby.adapters.pulsar import probe as pulsar_probe
-from hotstandby.identity import write_uvarint
-from hotstandby.probe import ProtocolError
+from hotstandby.failover.identity import write_uvarint
+from hotstandby.failover.probe import ProtocolError
 
 
 @given(st.integers(min_value=0, max_value=2**63))

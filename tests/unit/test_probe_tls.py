@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hotstandby.documents import ClusterSpec
-from hotstandby.probe import probe_cluster
+from hotstandby.configcenter.documents import ClusterSpec
+from hotstandby.failover.probe import probe_cluster
 
 x509 = pytest.importorskip("cryptography.x509")
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402

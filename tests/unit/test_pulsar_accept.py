@@ -14,7 +14,7 @@ from hotstandby.adapters.pulsar.adapter import encode_identity
 from hotstandby.adapters.pulsar.consumer import Consumer
 from hotstandby.adapters.pulsar.subscription import SubscriptionState
 from hotstandby.configcenter import ConfigCenter, MemoryStore
-from hotstandby.identity import HEADER, RecordId
+from hotstandby.failover.identity import HEADER, RecordId
 
 TOPIC = "persistent://public/default/t"
 

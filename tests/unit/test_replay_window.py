@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hotstandby.replay_window import ReplayWindow
+from hotstandby.failover.replay_window import ReplayWindow
 
 
 def test_bytes_bound_drops_the_oldest_first() -> None:

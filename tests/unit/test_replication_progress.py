@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hotstandby.adapters.kafka.replication_progress import Position, StoredRecord, progress_topic, replicated
-from hotstandby.documents import Link
+from hotstandby.configcenter.documents import Link
 
 SKEW = 5_000
 

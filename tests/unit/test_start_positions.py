@@ -9,7 +9,7 @@ from confluent_kafka import TopicPartition
 
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
 from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
-from hotstandby.documents import ClusterSpec, Link
+from hotstandby.configcenter.documents import ClusterSpec, Link
 
 A, B = "kafka-a", "kafka-b"
 LINKS = {(A, B): Link(source=A, target=B), (B, A): Link(source=B, target=A)}

@@ -6,8 +6,8 @@ import threading
 from collections.abc import Callable
 
 from hotstandby.configcenter import RouteChange
-from hotstandby.documents import Route
-from hotstandby.switching import Switcher, SwitchState
+from hotstandby.configcenter.documents import Route
+from hotstandby.failover.switching import Switcher, SwitchState
 from tests.support import capture_logs, wait_for
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncEmitter, OffsetSyncStore
 from hotstandby.adapters.kafka.translate import forward, from_checkpoints, reverse
-from hotstandby.translation import Proposal, Strategy, choose
+from hotstandby.failover.translation import Proposal, Strategy, choose
 
 
 def test_furthest_exact_proposal_wins_and_fallbacks_only_run_when_needed() -> None:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from hotstandby.documents import Link
+from hotstandby.configcenter.documents import Link
 from hotstandby.errors import ValidationError
 
 __all__ = [

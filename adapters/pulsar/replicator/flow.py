@@ -38,7 +38,7 @@ import pulsar
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM
 from hotstandby.adapters.pulsar.replicator.config import PulsarFlowConfig
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.doc_parsing import load_object
+from hotstandby.configcenter.doc_parsing import load_object
 from hotstandby.errors import HotStandbyError, ValidationError
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.flow_status import FlowStatus

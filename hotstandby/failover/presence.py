@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.doc_parsing import load_object
+from hotstandby.configcenter.doc_parsing import load_object
 from hotstandby.errors import ConfigCenterError, ValidationError
 from hotstandby.logs import get_logger
 

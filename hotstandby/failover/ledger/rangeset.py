@@ -14,7 +14,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 
 from hotstandby.errors import FormatError
-from hotstandby.identity import read_uvarint, write_uvarint
+from hotstandby.failover.identity import read_uvarint, write_uvarint
 
 __all__ = ["RangeSet"]
 

@@ -18,7 +18,7 @@ import time
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.store import KeyValue
 from hotstandby.errors import ConcurrentUpdateError, FencedError, ValidationError
-from hotstandby.ledger import LedgerDocument, PartitionLedger
+from hotstandby.failover.ledger.ledger import LedgerDocument, PartitionLedger
 from hotstandby.logs import get_logger
 
 __all__ = ["DEFAULT_SESSION_MAX_AGE_MS", "LedgerStore"]

@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 from hotstandby.configcenter import ConfigCenter, Event
 from hotstandby.errors import ConfigCenterError, FormatError
-from hotstandby.ledger import LedgerDocument, PartitionLedger
+from hotstandby.failover.ledger.ledger import LedgerDocument, PartitionLedger
 from hotstandby.logs import get_logger
 
 __all__ = ["LedgerFollower"]

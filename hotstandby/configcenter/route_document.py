@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 
-from hotstandby.doc_parsing import load_object, read_text, validate_name
+from hotstandby.configcenter.doc_parsing import load_object, read_text, validate_name
 from hotstandby.errors import StaleEpochError, ValidationError
 
 __all__ = ["MAX_EPOCH", "Route", "check_floor", "check_route_update", "utc_now_iso"]

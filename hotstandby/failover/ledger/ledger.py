@@ -22,10 +22,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from hotstandby.doc_parsing import load_object, read_int, read_text
+from hotstandby.configcenter.doc_parsing import load_object, read_int, read_text
 from hotstandby.errors import ValidationError
-from hotstandby.identity import RecordId
-from hotstandby.rangeset import RangeSet
+from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.rangeset import RangeSet
 
 __all__ = ["MAX_LEDGER_BYTES", "LedgerDocument", "PartitionLedger"]
 

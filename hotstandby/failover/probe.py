@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hotstandby.documents import ClusterSpec
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
 from hotstandby.registry import import_adapter_module
 

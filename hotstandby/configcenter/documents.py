@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hotstandby.doc_parsing import load_object, read_text, validate_name
+from hotstandby.configcenter.doc_parsing import load_object, read_text, validate_name
+from hotstandby.configcenter.route_document import Route, check_floor, check_route_update, utc_now_iso
 from hotstandby.errors import UnknownClusterError, ValidationError
-from hotstandby.route_document import Route, check_floor, check_route_update, utc_now_iso
 
 __all__ = [
     "KINDS",

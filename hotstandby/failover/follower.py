@@ -2,7 +2,7 @@
 
 :class:`RouteFollower` opens the config center, reads the route and the definition of its
 active cluster (refusing a cluster of the wrong kind), then — once the client has connected —
-watches the route and hands each accepted change to a :class:`~hotstandby.switching.Switcher`
+watches the route and hands each accepted change to a :class:`~hotstandby.failover.switching.Switcher`
 that runs the client's own switch procedure.
 """
 
@@ -12,14 +12,14 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from hotstandby.client_options import ClientOptions
 from hotstandby.configcenter import ConfigCenter, RouteChange, RouteWatcher
-from hotstandby.documents import ClusterSpec, Route
+from hotstandby.configcenter.documents import ClusterSpec, Route
 from hotstandby.errors import ConfigCenterUnavailable, ConfigError
+from hotstandby.failover.client_options import ClientOptions
+from hotstandby.failover.presence import Presence, list_clients
+from hotstandby.failover.probe import probe_cluster
+from hotstandby.failover.switching import Perform, Switcher, SwitchState
 from hotstandby.logs import get_logger
-from hotstandby.presence import Presence, list_clients
-from hotstandby.probe import probe_cluster
-from hotstandby.switching import Perform, Switcher, SwitchState
 
 __all__ = ["RouteClient", "RouteFollower", "wait_slices"]
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 
-from hotstandby.identity import RecordId
-from hotstandby.ledger import PartitionLedger
+from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ledger import PartitionLedger
 
 __all__ = ["AckTracker", "LedgerKey", "Slot"]
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import tenacity
 
 from hotstandby.configcenter import RouteChange
-from hotstandby.documents import Route
+from hotstandby.configcenter.documents import Route
 from hotstandby.logs import get_logger
 
 __all__ = ["SwitchRecord", "SwitchState", "Switcher"]
