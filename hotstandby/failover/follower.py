@@ -9,7 +9,7 @@ that runs the client's own switch procedure.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TypeVar
 
 from hotstandby.configcenter import ConfigCenter, RouteChange, RouteWatcher
@@ -18,6 +18,8 @@ from hotstandby.errors import ConfigCenterUnavailable, ConfigError
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.presence import Presence, list_clients
 from hotstandby.failover.probe import probe_cluster
+from hotstandby.failover.switch_gate import SwitchGate
+from hotstandby.failover.switch_protocol import SwitchParticipant, SwitchPlan, run_switch
 from hotstandby.failover.switching import Perform, Switcher, SwitchState
 from hotstandby.logs import get_logger
 
@@ -89,6 +91,30 @@ class RouteFollower:
         does not answer."""
         result = probe_cluster(self.cluster(target.active), timeout=_PROBE_TIMEOUT_S)
         return None if result.ok else result.detail
+
+    def plan(self, current: Route, target: Route, source: ClusterSpec) -> SwitchPlan:
+        """Everything a switch attempt reads from the config center, read once."""
+        return SwitchPlan(
+            current=current,
+            target=target,
+            source=source,
+            destination=self.cluster(target.active),
+            links=self.center.links(),
+            drain_timeout_s=self.options.drain_timeout_ms / 1000,
+        )
+
+    def join(self, participant: SwitchParticipant, gate: SwitchGate, source: Callable[[], ClusterSpec]) -> None:
+        """Follow the route from now on, moving ``participant`` through the switch protocol
+        (``source()``: the cluster it uses now)."""
+
+        def perform(current: Route, target: Route, set_state: Callable[[SwitchState], None]) -> None:
+            plan = self.plan(current, target, source())
+            run_switch(participant, gate, plan, set_state, self._wait_peers)
+
+        self.start(perform)
+
+    def _wait_peers(self, target: Route, timeout: float, labels: Mapping[str, str]) -> list[str]:
+        return self.await_peers(target, timeout, **labels)
 
     def start(self, perform: Perform) -> None:
         """Follow the route from now on: changes run ``perform`` on the switcher's thread."""
