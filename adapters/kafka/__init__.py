@@ -1,12 +1,17 @@
 """Kafka adapter (confluent-kafka): drop-in ``Producer`` and ``Consumer`` that follow a route.
 
 ``from hotstandby.adapters.kafka import Producer`` imports confluent_kafka; this package itself
-does not, so the probe and the MM2 codec work without it.
+does not, so the probe and the MM2 codec work without it. Type checkers see the classes through
+the ``TYPE_CHECKING`` imports; at run time they are loaded on first use.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hotstandby.adapters.kafka.consumer import Consumer
+    from hotstandby.adapters.kafka.producer import Producer
 
 __all__ = ["Consumer", "Producer"]
 

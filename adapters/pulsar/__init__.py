@@ -1,12 +1,16 @@
 """Pulsar adapter (pulsar-client): a drop-in ``Client`` that follows a route.
 
 ``from hotstandby.adapters.pulsar import Client`` imports pulsar; this package itself does
-not, so the probe works without it.
+not, so the probe works without it. Type checkers see the class through the ``TYPE_CHECKING``
+import; at run time it is loaded on first use.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hotstandby.adapters.pulsar.client import Client
 
 __all__ = ["Client"]
 

@@ -134,7 +134,8 @@ class Client(RouteClient):
             producers, consumers, readers = list(self._producers), list(self._consumers), list(self._readers)
         for producer in producers:
             producer.close()
-        for member in (*consumers, *readers):
+        receivers: list[Consumer | Reader] = [*consumers, *readers]
+        for member in receivers:
             member.close()
         self._follower.close()
         with self._lock:
@@ -204,10 +205,11 @@ class Client(RouteClient):
             producer.drain(self._spec)
         new: pulsar.Client | None = None
         prepared: list[Callable[[], None]] = []
+        receivers: list[Consumer | Reader] = [*consumers, *readers]
         try:
             # Storing the ledgers (settle) and reading the peers' presence need etcd: if it
             # fails here, the consumers go on with the old cluster until the next attempt.
-            for receiver in (*consumers, *readers):
+            for receiver in receivers:
                 receiver.settle()
             if consumers:
                 # Published: our acknowledgements are stored. Other clients of the route (another
@@ -218,10 +220,10 @@ class Client(RouteClient):
                 if behind:
                     log.warning("client.peers_behind", clients=behind, epoch=target.epoch)
             new = self._connect(spec)
-            for member in (*producers, *consumers, *readers):
+            for member in [*producers, *receivers]:
                 prepared.append(member.prepare(new, spec, current.active))
         except BaseException:
-            for receiver in (*consumers, *readers):
+            for receiver in receivers:
                 receiver.resume()
             if new is not None:
                 close_quietly(new)

@@ -34,7 +34,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pulsar
 
@@ -449,7 +449,10 @@ class Consumer:
         before X (so X's entry is read again, whatever a seek includes); what is read again is
         filtered. Only if ``spec`` still holds the copied message at X (same identity: the
         cluster did not come back empty since), else the start stays where it was."""
-        found = next(iter(self._state.acks.last_acked_origin.values()), None)
+        # The origin this consumer offered with each message (see _accept): (source, position, rid).
+        found = cast(
+            "tuple[str | None, str, RecordId] | None", next(iter(self._state.acks.last_acked_origin.values()), None)
+        )
         if found is None:
             log.info("consumer.start", topic=self._topic, to=spec.name, strategy="subscription_or_earliest")
             return new

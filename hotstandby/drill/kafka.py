@@ -38,6 +38,14 @@ def _create_topic(url: str, topic: str) -> None:
             raise
 
 
+def _seq(msg: Any) -> int:
+    """The drill's sequence number a record carries as its value."""
+    value = msg.value()
+    if value is None:
+        raise DrillFailed(f"a record without a value on {msg.topic()}[{msg.partition()}]")
+    return int(value)
+
+
 class KafkaWorkload:
     system = "kafka"
     route = ROUTE
@@ -107,7 +115,7 @@ class KafkaWorkload:
             rnd.shuffle(pending)
             for msg in pending:
                 consumer.commit(message=msg, asynchronous=False)
-            ctx.tally.acknowledged([int(m.value()) for m in pending])
+            ctx.tally.acknowledged([_seq(m) for m in pending])
             pending.clear()
 
         try:
@@ -126,7 +134,7 @@ class KafkaWorkload:
                 if msg is None or msg.error() is not None:
                     continue
                 last = time.monotonic()
-                seq = int(msg.value())
+                seq = _seq(msg)
                 ctx.tally.received(seq, before if consumer.cluster == before else None)
                 if not manual:
                     ctx.tally.acknowledged([seq])
