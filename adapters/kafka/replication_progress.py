@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import KafkaException
 
-from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, read_to_end
-from hotstandby.adapters.kafka.replicator.progress import decode_progress
+from hotstandby.adapters.kafka.mm2.progress import decode_progress
+from hotstandby.adapters.kafka.read_partition import read_to_end
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.logs import get_logger
 
@@ -59,7 +59,7 @@ def read_positions(target: ClusterSpec, link: Link, *, timeout: float) -> dict[t
     out: dict[tuple[str, int], Position] = {}
     try:
         records = read_to_end(config, progress_topic(link), timeout=timeout)
-    except (ReplicationError, KafkaException) as exc:  # a lookup that fails trims nothing
+    except (KafkaException, TimeoutError) as exc:  # a lookup that fails trims nothing
         log.info("replication_progress.unavailable", link=f"{link.source}->{link.target}", error=str(exc))
         return out
     for msg in records:

@@ -29,7 +29,7 @@ from confluent_kafka import KafkaException, TopicPartition
 
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
 from hotstandby.adapters.kafka.mm2.policy import ReplicationPolicy
-from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, read_to_end
+from hotstandby.adapters.kafka.read_partition import read_to_end
 from hotstandby.adapters.kafka.translate import from_checkpoints, reverse
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.errors import FormatError
@@ -83,7 +83,7 @@ class StartPositions:
                         out.append(decode(msg.key() or b"", msg.value() or b""))
                     except FormatError:
                         continue
-            except (ReplicationError, KafkaException) as exc:
+            except (KafkaException, TimeoutError) as exc:
                 log.info("consumer.lookup_failed", cluster=self.spec.name, topic=topic, error=str(exc))
             self._cache[(kind, topic)] = out
         return self._cache[(kind, topic)]

@@ -31,17 +31,12 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka.mm2.codec import OffsetSync
+from hotstandby.adapters.kafka.mm2.progress import decode_progress, encode_progress
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncEmitter
+from hotstandby.adapters.kafka.read_partition import read_to_end
 from hotstandby.adapters.kafka.replicator.config import FlowConfig
-from hotstandby.adapters.kafka.replicator.kafka_io import (
-    ReplicationError,
-    coordinates,
-    ensure_topics,
-    flush,
-    read_to_end,
-)
+from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, coordinates, ensure_topics, flush
 from hotstandby.adapters.kafka.replicator.mm2_tasks import CheckpointTask, HeartbeatTask
-from hotstandby.adapters.kafka.replicator.progress import decode_progress, encode_progress
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.flow_status import FlowStatus
 
@@ -428,7 +423,7 @@ class KafkaFlow:
                 if report.due():
                     self._update_status()
                 self._backoff = 0.0
-            except (ReplicationError, KafkaException) as exc:
+            except (ReplicationError, KafkaException, TimeoutError) as exc:
                 self._failed(exc, started, stop)
             except Exception as exc:  # a replicator must not die: report, then retry like any failure
                 log.exception("replicator.unexpected_error", flow=self.config.name, error=repr(exc))

@@ -1,5 +1,5 @@
-"""Small confluent-kafka helpers the replicator needs: topic creation, reading a partition
-to its end, and turning delivery failures into exceptions."""
+"""Small confluent-kafka helpers the replicator needs: topic creation, record coordinates, and
+turning delivery failures into exceptions."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 
 from hotstandby.logs import get_logger
 
 log = get_logger("hotstandby.replicator")
 
-__all__ = ["ReplicationError", "coordinates", "ensure_topics", "flush", "read_to_end"]
+__all__ = ["ReplicationError", "coordinates", "ensure_topics", "flush"]
 
 
 class ReplicationError(RuntimeError):
@@ -75,30 +75,3 @@ def ensure_topics(
             # Some brokers (Tansu) cannot add partitions. Records for the missing partitions
             # then fail to copy and are retried, with the error in the flow's status.
             log.warning("replicator.partitions_not_added", topics=[g.topic for g in grow], error=str(exc))
-
-
-def read_to_end(config: dict[str, Any], topic: str, partition: int = 0, *, timeout: float = 30.0) -> list[Message]:
-    """Every record of one partition, from the beginning to the high watermark seen at the start."""
-    consumer = Consumer({**config, "enable.auto.commit": False, "enable.partition.eof": True})
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
-        if high <= low:
-            return []
-        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
-        out: list[Message] = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise ReplicationError(f"reading {topic}[{partition}]: {err}")
-            out.append(msg)
-            if coordinates(msg)[2] >= high - 1:
-                return out
-        raise ReplicationError(f"reading {topic}[{partition}] to offset {high} took more than {timeout} s")
-    finally:
-        consumer.close()

@@ -1,4 +1,4 @@
-"""The replicator's progress, kept where Kafka Connect keeps MM2's: on the target cluster,
+"""MirrorMaker 2's replication progress, kept where Kafka Connect keeps it: on the target cluster,
 topic ``mm2-offsets.<source>.internal``, in Connect's JSON source-offset format::
 
     key   ["MirrorSourceConnector", {"cluster": "kafka-a", "partition": 0, "topic": "orders"}]

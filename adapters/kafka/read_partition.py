@@ -1,0 +1,43 @@
+"""Reading one partition from its beginning to its end: how the client and the reference
+replicator read MirrorMaker 2's internal topics (offset syncs, checkpoints, progress)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+__all__ = ["read_to_end"]
+
+
+def read_to_end(config: dict[str, Any], topic: str, partition: int = 0, *, timeout: float = 30.0) -> list[Message]:
+    """Every record of one partition, from the beginning to the high watermark seen at the start.
+
+    Raises :class:`~confluent_kafka.KafkaException` for an error the broker reports (as the
+    raw client does) and :class:`TimeoutError` when the end is not reached within ``timeout`` s.
+    """
+    consumer = Consumer({**config, "enable.auto.commit": False, "enable.partition.eof": True})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+        if high <= low:
+            return []
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        out: list[Message] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaException(err)
+            out.append(msg)
+            offset = msg.offset()
+            if offset is not None and offset >= high - 1:
+                return out
+        raise TimeoutError(f"reading {topic}[{partition}] to offset {high} took more than {timeout} s")
+    finally:
+        consumer.close()
