@@ -18,8 +18,8 @@ import statistics
 import sys
 import tempfile
 
-from hotstandby.adapter import load_adapter
 from hotstandby.drill import DrillOptions
+from hotstandby.drill.systems import drill_system
 from hotstandby.logs import configure
 from hotstandby.refcluster import Ports, RefCluster
 
@@ -38,7 +38,7 @@ def main() -> int:
     messages = args.rate * 5 * (args.switches + 1)
     options = DrillOptions(messages=messages, switches=args.switches, consumers=2, rate=args.rate, timeout_s=110)
     with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, RefCluster(tmp, Ports.free()) as rc:
-        report = load_adapter(args.system).drill(rc, options)
+        report = drill_system(args.system, rc, options)
     latencies = [s.latency_ms for s in report.switches if s.latency_ms is not None]
     if len(latencies) < 2:
         print(f"only {len(latencies)} switches were measured", file=sys.stderr)

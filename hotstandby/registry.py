@@ -4,6 +4,11 @@
 imported the first time something asks for it, and a missing client library — or one older
 than the adapter needs (``floor``, the same as in pyproject.toml) — becomes a
 :class:`~hotstandby.errors.MissingDependencyError` that names what to install.
+
+A messaging system joins with one :class:`AdapterInfo` entry here and its package, whose
+``adapter`` module provides the :class:`~hotstandby.adapter.Adapter` (without importing the
+client library: the config center and the probe use it). A system without a client library
+leaves ``client_module`` empty.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from types import ModuleType
 
 from hotstandby.errors import MissingDependencyError, ValidationError
 
-__all__ = ["AdapterInfo", "adapter_info", "import_adapter_module"]
+__all__ = ["AdapterInfo", "adapter_info", "import_adapter_module", "import_for_kind", "kinds"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +55,11 @@ def _release(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
 
 
+def kinds() -> tuple[str, ...]:
+    """The kinds of messaging system an adapter is registered for (``ClusterSpec.kind``)."""
+    return tuple(_ADAPTERS)
+
+
 def adapter_info(kind: str) -> AdapterInfo:
     try:
         return _ADAPTERS[kind]
@@ -60,7 +70,13 @@ def adapter_info(kind: str) -> AdapterInfo:
 def import_adapter_module(kind: str, module: str = "") -> ModuleType:
     """Import ``hotstandby.adapters.<kind>[.<module>]``, naming the extra if a library is missing."""
     info = adapter_info(kind)
-    name = f"{info.package}.{module}" if module else info.package
+    return import_for_kind(kind, f"{info.package}.{module}" if module else info.package)
+
+
+def import_for_kind(kind: str, name: str) -> ModuleType:
+    """Import module ``name``, which may need the ``kind`` adapter's client library (a tool's
+    part for that system, say): a missing or too old library names what to install."""
+    info = adapter_info(kind)
     try:
         imported = importlib.import_module(name)
     except ModuleNotFoundError as exc:

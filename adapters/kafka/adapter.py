@@ -2,27 +2,52 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import ssl
+from collections.abc import Mapping
+from typing import Any
 
+from hotstandby.adapter import TlsSettings, flag, host_ports
 from hotstandby.adapters.kafka import probe as kafka_probe
 from hotstandby.errors import FormatError
 from hotstandby.failover.identity import HEADER, RecordId
 
-if TYPE_CHECKING:
-    from hotstandby.drill.report import DrillReport
-    from hotstandby.refcluster import RefCluster
-
 __all__ = ["ADAPTER", "KafkaAdapter"]
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value else None
 
 
 class KafkaAdapter:
     kind = "kafka"
+    url_field = "bootstrap.servers"
+    url_form = "host:port[,host:port]"
+    cluster_keys = ("bootstrap.servers", "metadata.broker.list")
+    default_partitioner = "murmur2"  # the Java client's keyed partitioner (librdkafka's murmur2_random)
     identity_key = HEADER  # a record header; Kafka headers carry bytes
 
-    def probe(self, host: str, port: int, timeout: float) -> str:
-        summary: str = kafka_probe.probe(host, port, timeout)
-        return summary
+    def endpoints(self, url: str) -> list[tuple[str, int]]:
+        return host_ports(url)
+
+    def uses_tls(self, url: str, client: Mapping[str, Any]) -> bool:
+        return str(client.get("security.protocol", "plaintext")).lower() in ("ssl", "sasl_ssl")
+
+    def tls_settings(self, client: Mapping[str, Any]) -> TlsSettings:
+        # librdkafka's defaults: verify the certificate, and the host name (algorithm https).
+        algorithm = client.get("ssl.endpoint.identification.algorithm", "https")
+        ca = client.get("ssl.ca.location")
+        return TlsSettings(
+            cafile=str(ca) if ca and ca != "probe" else None,  # "probe": the system's CAs
+            verify=flag(client.get("enable.ssl.certificate.verification", True)),
+            check_hostname=flag(algorithm) or str(algorithm).strip().lower() == "https",
+            certfile=_text(client.get("ssl.certificate.location")),
+            keyfile=_text(client.get("ssl.key.location")),
+            password=_text(client.get("ssl.key.password")),
+            cafile_setting="ssl.ca.location",
+        )
+
+    def probe(self, host: str, port: int, timeout: float, *, tls: ssl.SSLContext | None = None) -> str:
+        return kafka_probe.probe(host, port, timeout, tls=tls)
 
     def encode_identity(self, rid: RecordId) -> bytes:
         return rid.encode()
@@ -33,15 +58,11 @@ class KafkaAdapter:
         return RecordId.decode(raw)
 
     def clients(self) -> dict[str, type]:
+        # Imported on demand: they need confluent_kafka, this module does not.
         from hotstandby.adapters.kafka.consumer import Consumer
         from hotstandby.adapters.kafka.producer import Producer
 
         return {"Producer": Producer, "Consumer": Consumer}
-
-    def drill(self, rc: RefCluster, options: Any, progress: Callable[[Any], None] | None = None) -> DrillReport:
-        from hotstandby.drill.kafka import run_kafka_drill
-
-        return run_kafka_drill(rc, options, progress)
 
 
 ADAPTER = KafkaAdapter()

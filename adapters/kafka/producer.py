@@ -24,13 +24,14 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message
 from confluent_kafka import Producer as RawProducer
 
+from hotstandby.adapters.kafka.adapter import ADAPTER
 from hotstandby.adapters.kafka.replication_progress import Position, StoredRecord, read_positions, replicated
 from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.errors import ConfigCenterError
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteClient, RouteFollower, wait_slices
 from hotstandby.failover.identity import HEADER, RecordId, new_session
-from hotstandby.failover.partitioner import DEFAULT_KEYED, Partitioner
+from hotstandby.failover.partitioner import Partitioner
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.failover.replay_window import ReplayWindow
 from hotstandby.failover.switching import SwitchState
@@ -128,7 +129,7 @@ class Producer(RouteClient):
         self._window: ReplayWindow[_Record] = ReplayWindow(
             self.options.replay_window_ms, self.options.replay_window_bytes
         )
-        self._partitioner = Partitioner(self.options.partitioner or DEFAULT_KEYED["kafka"])
+        self._partitioner = Partitioner(self.options.partitioner or ADAPTER.default_partitioner)
         # Kept across switches: a replicated topic has the same partitions on every cluster.
         self._partition_counts: dict[str, int] = {}
         self._generation = 0

@@ -6,17 +6,16 @@ same bytes a Kafka header holds (``hs-id`` = ``"01..."``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import re
+import ssl
+from collections.abc import Mapping
+from typing import Any
 
+from hotstandby.adapter import TlsSettings, flag, host_ports
 from hotstandby.adapters.pulsar import probe as pulsar_probe
 from hotstandby.errors import FormatError
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.logs import get_logger
-
-if TYPE_CHECKING:
-    from hotstandby.drill.report import DrillReport
-    from hotstandby.refcluster import RefCluster
 
 __all__ = [
     "ADAPTER",
@@ -36,6 +35,7 @@ log = get_logger("hotstandby.pulsar")
 # cluster's name (Pulsar marks copies with ``replicated_from``, which clients cannot read).
 REPL_SOURCE_POSITION = "__MSG_PROP_REPL_SOURCE_POSITION"
 REPLICATED_FROM = "hs.replicated.from"
+_SCHEME = re.compile(r"^pulsar(\+ssl)?://(?=[^/\s])")
 
 
 def encode_identity(rid: RecordId) -> str:
@@ -79,11 +79,36 @@ def identity_in(properties: dict[str, str], msg: Any) -> RecordId | None:
 
 class PulsarAdapter:
     kind = "pulsar"
+    url_field = "service_url"
+    url_form = "pulsar://host:port[,host:port] (pulsar+ssl:// for TLS)"
+    cluster_keys = ("service_url", "serviceUrl")
+    default_partitioner = "java-string"  # the Java client's JavaStringHash
     identity_key = HEADER  # a message property (text)
 
-    def probe(self, host: str, port: int, timeout: float) -> str:
-        summary: str = pulsar_probe.probe(host, port, timeout)
-        return summary
+    def endpoints(self, url: str) -> list[tuple[str, int]]:
+        scheme = _SCHEME.match(url)
+        if scheme is None:
+            raise ValueError(f"not pulsar://host:port: {url[:100]!r}")
+        return host_ports(url[scheme.end() :])
+
+    def uses_tls(self, url: str, client: Mapping[str, Any]) -> bool:
+        return url.startswith("pulsar+ssl://")
+
+    def tls_settings(self, client: Mapping[str, Any]) -> TlsSettings:
+        # pulsar-client's defaults: the certificate is checked, the host name is not.
+        ca, cert, key = (client.get(k) for k in ("tls_trust_certs_file_path", "tls_certificate_file_path",
+                                                 "tls_private_key_file_path"))  # fmt: skip
+        return TlsSettings(
+            cafile=str(ca) if ca else None,
+            verify=not flag(client.get("tls_allow_insecure_connection", False)),
+            check_hostname=flag(client.get("tls_validate_hostname", False)),
+            certfile=str(cert) if cert else None,
+            keyfile=str(key) if key else None,
+            cafile_setting="tls_trust_certs_file_path",
+        )
+
+    def probe(self, host: str, port: int, timeout: float, *, tls: ssl.SSLContext | None = None) -> str:
+        return pulsar_probe.probe(host, port, timeout, tls=tls)
 
     def encode_identity(self, rid: RecordId) -> str:
         return encode_identity(rid)
@@ -92,14 +117,10 @@ class PulsarAdapter:
         return decode_identity(raw)
 
     def clients(self) -> dict[str, type]:
+        # Imported on demand: it needs pulsar, this module does not.
         from hotstandby.adapters.pulsar.client import Client
 
         return {"Client": Client}
-
-    def drill(self, rc: RefCluster, options: Any, progress: Callable[[Any], None] | None = None) -> DrillReport:
-        from hotstandby.drill.pulsar import run_pulsar_drill
-
-        return run_pulsar_drill(rc, options, progress)
 
 
 ADAPTER = PulsarAdapter()

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 import pulsar
 from pulsar.schema import Schema
 
-from hotstandby.adapters.pulsar.adapter import decode_identity
+from hotstandby.adapters.pulsar.adapter import ADAPTER, decode_identity
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
 from hotstandby.failover.identity import HEADER, IdentityText, new_session
-from hotstandby.failover.partitioner import DEFAULT_KEYED, Partitioner
+from hotstandby.failover.partitioner import Partitioner
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.failover.replay_window import ReplayWindow
 from hotstandby.logs import get_logger
@@ -124,7 +124,7 @@ class Producer:
         self._sequences: dict[int, int] = {}
         self._pending: dict[tuple[int, int], _Message] = {}
         self._window: ReplayWindow[_Message] = ReplayWindow(options.replay_window_ms, options.replay_window_bytes)
-        self._partitioner = Partitioner(options.partitioner or DEFAULT_KEYED["pulsar"])
+        self._partitioner = Partitioner(options.partitioner or ADAPTER.default_partitioner)
         timeout_ms = int(self._kwargs.get("send_timeout_millis", 30_000))
         self._wait_s = timeout_ms / 1000 + options.drain_timeout_ms / 1000 + 5 if timeout_ms > 0 else _NO_LIMIT_S
         # After a switch the SDK's re-send goes first, through _backlog, never more in flight

@@ -9,10 +9,11 @@ from typing import Any
 
 from hotstandby.cli.output import emit, invalid_section, table
 from hotstandby.configcenter import ConfigCenter, Snapshot
-from hotstandby.configcenter.documents import KINDS, ClusterSpec, Route
+from hotstandby.configcenter.documents import ClusterSpec, Route
 from hotstandby.errors import ClusterNotAnswering, HotStandbyError, UnknownRouteError, ValidationError
 from hotstandby.failover.presence import read_clients
 from hotstandby.failover.probe import ProbeResult, probe_cluster
+from hotstandby.registry import kinds
 from hotstandby.settings import Settings
 
 __all__ = ["add_commands"]
@@ -263,7 +264,7 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     p.set_defaults(func=clusters_list)
     p = csub.add_parser("add", parents=[common], help="add a cluster definition")
     p.add_argument("name")
-    p.add_argument("--kind", required=True, choices=KINDS)
+    p.add_argument("--kind", required=True, choices=kinds())
     p.add_argument("--url", required=True, help="bootstrap.servers (kafka) or service_url (pulsar)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="extra client setting (repeatable)")
     p.add_argument("--replace", action="store_true", help="overwrite an existing definition")

@@ -11,15 +11,15 @@ import argparse
 import sys
 from typing import Any
 
-from hotstandby.adapter import load_adapter
 from hotstandby.cli.output import emit
 from hotstandby.cli.progress import ProgressBar
 from hotstandby.drill import DrillOptions, DrillProgress
+from hotstandby.drill.systems import DRILLS, drill_system
 from hotstandby.refcluster import RefCluster
 
 __all__ = ["add_commands"]
 
-SYSTEMS = ("kafka", "pulsar")
+SYSTEMS = tuple(DRILLS)
 
 
 def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -71,7 +71,7 @@ def drill(args: argparse.Namespace) -> int:
     try:
         for system in systems:
             current[0] = system
-            reports.append(load_adapter(system).drill(rc, options, progress))
+            reports.append(drill_system(system, rc, options, progress))
             bar.close()
     finally:
         bar.close()

@@ -12,7 +12,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterError
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.refcluster import BROKERS, COMPONENTS, Ports, RefCluster
-from hotstandby.refcluster.cluster import HOST
+from hotstandby.refcluster.system import HOST
 
 __all__ = ["add_commands"]
 

@@ -3,7 +3,9 @@
 Each document is a frozen dataclass with ``from_json``/``to_json``. Parsing validates the
 shape and raises :class:`~hotstandby.errors.ValidationError` naming the key and the problem;
 checks that need other documents (does the route's cluster exist? same kind?) live in
-:func:`check_route` and :func:`check_link`.
+:func:`check_route` and :func:`check_link`. What differs between messaging systems (the field
+that holds a cluster's URL, its form, TLS) comes from the system's adapter
+(:func:`~hotstandby.adapter.load_adapter`); a cluster's ``kind`` is a registered one.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from hotstandby.adapter import load_adapter
 from hotstandby.configcenter.doc_parsing import load_object, read_text, validate_name
 from hotstandby.configcenter.route_document import Route, check_floor, check_route_update, utc_now_iso
 from hotstandby.errors import UnknownClusterError, ValidationError
+from hotstandby.registry import kinds
 
 __all__ = [
-    "KINDS",
     "ClusterSpec",
     "Link",
     "Policy",
@@ -34,10 +37,7 @@ __all__ = [
     "validate_name",
 ]
 
-Kind = Literal["kafka", "pulsar"]
-KINDS: tuple[Kind, ...] = ("kafka", "pulsar")
 _SECRET_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
-_URL_FIELD: dict[str, str] = {"kafka": "bootstrap.servers", "pulsar": "service_url"}
 Scalar = str | int | float | bool
 
 
@@ -75,7 +75,7 @@ class ClusterSpec:
     """
 
     name: str
-    kind: Kind
+    kind: str  # a registered adapter's kind (hotstandby.registry)
     url: str
     client: Mapping[str, Scalar] = field(default_factory=dict)
     producer: Mapping[str, Scalar] = field(default_factory=dict)
@@ -83,8 +83,8 @@ class ClusterSpec:
 
     @property
     def url_field(self) -> str:
-        """The JSON field that holds the URL: ``bootstrap.servers`` or ``service_url``."""
-        return _URL_FIELD[self.kind]
+        """The JSON field that holds the URL (Kafka: ``bootstrap.servers``, Pulsar: ``service_url``)."""
+        return load_adapter(self.kind).url_field
 
     @classmethod
     def from_json(cls, name: str, raw: bytes | str, *, key: str | None = None) -> ClusterSpec:
@@ -92,11 +92,12 @@ class ClusterSpec:
         validate_name(key, name, "cluster")
         doc = load_object(key, raw)
         kind = doc.get("kind")
-        if kind not in KINDS:
-            raise ValidationError(key, f"'kind' must be one of {', '.join(KINDS)}, got {str(kind)[:40]!r}")
-        url = doc.get(_URL_FIELD[kind])
+        if not isinstance(kind, str) or kind not in kinds():
+            raise ValidationError(key, f"'kind' must be one of {', '.join(kinds())}, got {str(kind)[:40]!r}")
+        url_field = load_adapter(kind).url_field
+        url = doc.get(url_field)
         if not isinstance(url, str) or not url.strip():
-            raise ValidationError(key, f"'{_URL_FIELD[kind]}' is required for a {kind} cluster")
+            raise ValidationError(key, f"'{url_field}' is required for a {kind} cluster")
         spec = cls(
             name=name,
             kind=kind,
@@ -109,13 +110,13 @@ class ClusterSpec:
         return spec
 
     def _check_url(self, key: str) -> None:
-        if self.kind == "pulsar" and not re.match(r"^pulsar(\+ssl)?://[^/\s]+", self.url):
-            raise ValidationError(key, f"service_url must look like pulsar://host:port, got {self.url[:200]!r}")
+        adapter = load_adapter(self.kind)
         try:
-            self.endpoints()
+            adapter.endpoints(self.url)
         except ValueError:
-            form = "pulsar://host:port[,host:port]" if self.kind == "pulsar" else "host:port[,host:port]"
-            raise ValidationError(key, f"{self.url_field} must be {form}, got {self.url[:200]!r}") from None
+            raise ValidationError(
+                key, f"{adapter.url_field} must be {adapter.url_form}, got {self.url[:200]!r}"
+            ) from None
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"kind": self.kind, self.url_field: self.url}
@@ -134,25 +135,14 @@ class ClusterSpec:
     def endpoints(self) -> list[tuple[str, int]]:
         """``(host, port)`` pairs of the brokers named by the URL (for reachability probes).
 
-        Raises ValueError for a URL without a port (parsed documents never have one)."""
-        text = re.sub(r"^pulsar(\+ssl)?://", "", self.url)
-        pairs = []
-        for server in text.split(","):
-            host, sep, port = server.strip().rstrip("/").rpartition(":")
-            host = host.strip("[]")
-            if not sep or not host or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:
-                raise ValueError(f"not host:port: {server.strip()[:100]!r}")
-            pairs.append((host, int(port)))
-        return pairs
+        Raises ValueError for a URL not of the system's form (parsed documents never have one)."""
+        return load_adapter(self.kind).endpoints(self.url)
 
     @property
     def uses_tls(self) -> bool:
-        """Whether clients of this cluster speak TLS to the brokers (``pulsar+ssl://``, or
-        Kafka's ``security.protocol`` SSL / SASL_SSL)."""
-        if self.kind == "pulsar":
-            return self.url.startswith("pulsar+ssl://")
-        protocol = str(self.client.get("security.protocol", "plaintext")).lower()
-        return protocol in ("ssl", "sasl_ssl")
+        """Whether clients of this cluster speak TLS to the brokers (the adapter says: Kafka's
+        ``security.protocol`` SSL / SASL_SSL, Pulsar's ``pulsar+ssl://``)."""
+        return load_adapter(self.kind).uses_tls(self.url, self.client)
 
 
 Policy = Literal["prefix", "identity"]

@@ -9,12 +9,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+from hotstandby.adapters.kafka import Consumer, Producer
+from hotstandby.adapters.kafka.admin_clients import shared_admin
 from hotstandby.drill.report import DrillReport
 from hotstandby.drill.runner import DrillContext, DrillFailed, DrillOptions, DrillProgress, new_run_id, run_drill
 from hotstandby.logs import get_logger
 from hotstandby.refcluster import RefCluster
 
-__all__ = ["KafkaWorkload", "run_kafka_drill"]
+__all__ = ["KafkaWorkload", "run"]
 
 log = get_logger("hotstandby.drill")
 
@@ -24,11 +29,6 @@ PARTITIONS = 4  # what Tansu creates by itself when a restarted, empty broker is
 
 
 def _create_topic(url: str, topic: str) -> None:
-    from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
-
-    from hotstandby.adapters.kafka.admin_clients import shared_admin
-
     admin = shared_admin(url)  # never freed: see adapters/kafka/admin_clients.py
     try:
         new = NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)
@@ -38,7 +38,7 @@ def _create_topic(url: str, topic: str) -> None:
             raise
 
 
-def _seq(msg: Any) -> int:
+def _seq(msg: Message) -> int:
     """The drill's sequence number a record carries as its value."""
     value = msg.value()
     if value is None:
@@ -67,8 +67,6 @@ class KafkaWorkload:
         _create_topic(rc.url(broker), self.topic)  # Tansu came back empty
 
     def produce(self, ctx: DrillContext) -> None:
-        from hotstandby.adapters.kafka import Producer
-
         producer = Producer(self._config(ctx, "drill-producer"))
         try:
             began = time.monotonic()
@@ -99,8 +97,6 @@ class KafkaWorkload:
             producer.close()
 
     def consume(self, ctx: DrillContext, index: int) -> None:
-        from hotstandby.adapters.kafka import Consumer
-
         name = f"drill-consumer-{index}"
         manual = index == ctx.options.consumers - 1
         config = {**self._config(ctx, name), "group.id": f"drill-{self.run}", "auto.commit.interval.ms": 200}
@@ -150,8 +146,6 @@ class KafkaWorkload:
             consumer.close()
 
 
-def run_kafka_drill(
-    rc: RefCluster, options: DrillOptions, progress: Callable[[DrillProgress], None] | None = None
-) -> DrillReport:
+def run(rc: RefCluster, options: DrillOptions, progress: Callable[[DrillProgress], None] | None = None) -> DrillReport:
     """The Kafka drill on the (running) reference cluster ``rc``."""
     return run_drill(rc, options, KafkaWorkload(new_run_id()), progress)

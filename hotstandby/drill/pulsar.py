@@ -16,13 +16,17 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pulsar
+
+from hotstandby.adapters.pulsar import Client
+from hotstandby.adapters.pulsar.consumer import Consumer
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.drill.report import DrillReport
 from hotstandby.drill.runner import DrillContext, DrillOptions, DrillProgress, new_run_id, run_drill
 from hotstandby.logs import get_logger
 from hotstandby.refcluster import RefCluster
 
-__all__ = ["PulsarWorkload", "run_pulsar_drill"]
+__all__ = ["PulsarWorkload", "run"]
 
 log = get_logger("hotstandby.drill")
 
@@ -41,11 +45,11 @@ class PulsarWorkload:
         self.phase = "exclusive, cumulative acks" if exclusive else "shared, individual acks out of order"
         self.topic = f"persistent://public/default/drill-{run}"
         self.subscription = f"drill-{run}"
-        self._consumers_client: Any = None
+        self._consumers_client: Client | None = None
         self._lock = threading.Lock()
         self._open_consumers = 0
 
-    def _shared_client(self, ctx: DrillContext) -> Any:
+    def _shared_client(self, ctx: DrillContext) -> Client:
         with self._lock:
             if self._consumers_client is None:
                 self._consumers_client = self._client(ctx, "drill-consumers")
@@ -59,11 +63,7 @@ class PulsarWorkload:
                 self._consumers_client.close()
                 self._consumers_client = None
 
-    def _client(self, ctx: DrillContext, name: str) -> Any:
-        import pulsar
-
-        from hotstandby.adapters.pulsar import Client
-
+    def _client(self, ctx: DrillContext, name: str) -> Client:
         # Not pulsar-client's console logger: stdout holds the report (--json). Not a Python
         # logger either: it is called back for every message the C++ client logs.
         quiet = pulsar.FileLogger(pulsar.LoggerLevel.Error, "/dev/stderr")
@@ -80,8 +80,6 @@ class PulsarWorkload:
         """pulsar-lite keeps its data across a restart: nothing to provision."""
 
     def produce(self, ctx: DrillContext) -> None:
-        import pulsar
-
         client = self._client(ctx, "drill-producer")
         try:
             producer = client.create_producer(self.topic, block_if_queue_full=True, batching_enabled=True,
@@ -107,8 +105,6 @@ class PulsarWorkload:
         if self.exclusive:
             self._consume_cumulatively(ctx)
             return
-        import pulsar
-
         rnd = random.Random(index)
         client = self._shared_client(ctx)
         consumer = None
@@ -141,8 +137,6 @@ class PulsarWorkload:
     def _consume_cumulatively(self, ctx: DrillContext) -> None:
         """The one consumer of an Exclusive subscription: a cumulative acknowledgement per
         partition every 1 to 20 messages (and when idle)."""
-        import pulsar
-
         rnd = random.Random(7)
         client = self._shared_client(ctx)
         consumer = None
@@ -169,10 +163,8 @@ class PulsarWorkload:
             self._release_shared()
 
 
-def _receive(ctx: DrillContext, client: Any, consumer: Any) -> Any:
+def _receive(ctx: DrillContext, client: Client, consumer: Consumer) -> pulsar.Message | None:
     """The next message within 100 ms (None), counted as received."""
-    import pulsar
-
     before = client.cluster
     try:
         msg = consumer.receive(timeout_millis=100)
@@ -183,9 +175,7 @@ def _receive(ctx: DrillContext, client: Any, consumer: Any) -> Any:
     return msg
 
 
-def run_pulsar_drill(
-    rc: RefCluster, options: DrillOptions, progress: Callable[[DrillProgress], None] | None = None
-) -> DrillReport:
+def run(rc: RefCluster, options: DrillOptions, progress: Callable[[DrillProgress], None] | None = None) -> DrillReport:
     """The Pulsar drill on the (running) reference cluster ``rc``: both parts (see the module doc)."""
     shared = run_drill(rc, options, PulsarWorkload(new_run_id()), progress)
     exclusive = run_drill(rc, replace(options, consumers=1), PulsarWorkload(new_run_id(), exclusive=True), progress)

@@ -2,7 +2,8 @@
 
 A drop-in facade takes the client library's usual configuration plus these keys; they are
 removed before the rest is passed, untouched, to the client library. ``bootstrap.servers``
-(or a service URL) must not be given: it comes from the route's active cluster.
+(or a service URL: any setting an adapter names in ``cluster_keys``) must not be given: it
+comes from the route's active cluster.
 
 ==================================  ========  ==============================================
 key                                 default   meaning
@@ -28,13 +29,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hotstandby.adapter import cluster_keys
 from hotstandby.errors import ConfigError, ValidationError
 from hotstandby.settings import Settings
 
 __all__ = ["PREFIX", "ClientOptions"]
 
 PREFIX = "hotstandby."
-_FORBIDDEN = ("bootstrap.servers", "metadata.broker.list", "service_url", "serviceUrl")
 
 
 def _int(config: Mapping[str, Any], key: str, default: int) -> int:
@@ -72,7 +73,7 @@ class ClientOptions:
     @classmethod
     def split(cls, config: Mapping[str, Any], *, role: str) -> tuple[ClientOptions, dict[str, Any]]:
         """``(options, the rest of the config for the client library)``."""
-        for key in _FORBIDDEN:
+        for key in sorted(cluster_keys()):  # bootstrap.servers, service_url, ...: the adapters say
             if key in config:
                 raise ConfigError(
                     f"{key!r} must not be set: the cluster comes from route {config.get(PREFIX + 'route')!r} in the config center"

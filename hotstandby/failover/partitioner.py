@@ -7,7 +7,8 @@ offers as ``murmur2_random``; ``crc32`` matches librdkafka's ``consistent``; ``j
 (Pulsar's default) is the Pulsar Java client's default ``JavaStringHash`` —
 ``(key.hashCode() & 0x7fffffff) % partitions`` over the key as text. Unkeyed records stick to one
 partition for a batch of records, then move on round-robin (like the Java client's sticky
-partitioner, with a fixed batch size).
+partitioner, with a fixed batch size). Which keyed partitioner a system's clients use by
+default, its adapter says (:attr:`~hotstandby.adapter.Adapter.default_partitioner`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable
 
 from hotstandby.errors import ValidationError
 
-__all__ = ["DEFAULT_KEYED", "KEYED", "Partitioner", "java_string_hash", "murmur2"]
+__all__ = ["KEYED", "Partitioner", "java_string_hash", "murmur2"]
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
@@ -62,7 +63,6 @@ KEYED: dict[str, Callable[[bytes, int], int]] = {
     "crc32": lambda key, n: zlib.crc32(key) % n,
     "java-string": lambda key, n: (java_string_hash(key.decode("utf-8", "surrogatepass")) & 0x7FFFFFFF) % n,
 }
-DEFAULT_KEYED = {"kafka": "murmur2", "pulsar": "java-string"}
 
 
 class Partitioner:

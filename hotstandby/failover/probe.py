@@ -1,9 +1,10 @@
 """Is a cluster answering? One real protocol request per broker, timed.
 
-A cluster whose clients speak TLS (Kafka ``security.protocol`` SSL or SASL_SSL, Pulsar
-``pulsar+ssl://``) is probed through a TLS handshake made with the cluster's own settings —
-the CA file, whether to verify the certificate and the host name, a client certificate — so
-a healthy TLS broker answers and a certificate its clients would refuse is reported.
+The handshake is the adapter's (:meth:`~hotstandby.adapter.Adapter.probe`). A cluster whose
+clients speak TLS (as its adapter tells from the URL and the client settings) is probed through
+a TLS handshake made with the cluster's own settings — the CA file, whether to verify the
+certificate and the host name, a client certificate — so a healthy TLS broker answers and a
+certificate its clients would refuse is reported.
 """
 
 from __future__ import annotations
@@ -13,61 +14,35 @@ import socket
 import ssl
 import struct
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from hotstandby.adapter import load_adapter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
-from hotstandby.registry import import_adapter_module
 
 __all__ = ["ProbeResult", "ProtocolError", "probe_cluster", "request_frame", "tls_context"]
-
-# The client settings that say how to do TLS: (CA file, verify certificate, verify host name,
-# client certificate, client key, key password) and the defaults of each client library.
-_TLS_SETTINGS: dict[str, tuple[str, str, str, str, str, str]] = {
-    "kafka": ("ssl.ca.location", "enable.ssl.certificate.verification", "ssl.endpoint.identification.algorithm",
-              "ssl.certificate.location", "ssl.key.location", "ssl.key.password"),
-    "pulsar": ("tls_trust_certs_file_path", "tls_allow_insecure_connection", "tls_validate_hostname",
-               "tls_certificate_file_path", "tls_private_key_file_path", ""),
-}  # fmt: skip
-
-
-def _flag(value: Any) -> bool:
-    return str(value).strip().lower() in ("true", "1", "yes", "https")
 
 
 def tls_context(spec: ClusterSpec) -> ssl.SSLContext | None:
     """The TLS context a client of ``spec`` would use, or None for a plaintext cluster.
 
-    Kafka: ``ssl.ca.location`` (else the system CAs), ``enable.ssl.certificate.verification``
-    (default true), ``ssl.endpoint.identification.algorithm`` (default https: host name
-    checked). Pulsar: ``tls_trust_certs_file_path``, ``tls_allow_insecure_connection``
-    (default false), ``tls_validate_hostname`` (default false, as in pulsar-client).
-    Raises OSError (ssl.SSLError, FileNotFoundError) for unusable files.
+    The adapter reads the client's settings (:meth:`~hotstandby.adapter.Adapter.tls_settings`,
+    with the client library's defaults): the CA file (else the system CAs), whether the
+    certificate and the host name are checked, a client certificate. Raises OSError
+    (ssl.SSLError, FileNotFoundError) for unusable files.
     """
     if not spec.uses_tls:
         return None
-    config: Mapping[str, Any] = spec.client_config("admin")
-    ca, verify_key, hostname_key, cert, key, password = _TLS_SETTINGS[spec.kind]
-    if spec.kind == "kafka":
-        verify = _flag(config.get(verify_key, True))
-        check_host = _flag(config.get(hostname_key, "https"))
-    else:
-        verify = not _flag(config.get(verify_key, False))
-        check_host = _flag(config.get(hostname_key, False))
-    cafile = config.get(ca)
-    cafile = str(cafile) if cafile and cafile != "probe" else None
+    tls = load_adapter(spec.kind).tls_settings(spec.client_config("admin"))
     try:
-        context = ssl.create_default_context(cafile=cafile)
+        context = ssl.create_default_context(cafile=tls.cafile)
     except OSError as exc:  # the error does not name the file
-        raise OSError(f"{ca} {cafile!r}: {exc.strerror or exc}") from exc
-    context.check_hostname = verify and check_host
-    if not verify:
+        raise OSError(f"{tls.cafile_setting} {tls.cafile!r}: {exc.strerror or exc}") from exc
+    context.check_hostname = tls.verify and tls.check_hostname
+    if not tls.verify:
         context.verify_mode = ssl.CERT_NONE
-    if config.get(cert):
-        secret = config.get(password) if password else None
-        context.load_cert_chain(str(config[cert]), str(config.get(key) or "") or None, str(secret) if secret else None)
+    if tls.certfile:
+        context.load_cert_chain(tls.certfile, tls.keyfile, tls.password)
     return context
 
 
@@ -88,7 +63,7 @@ class ProbeResult:
 def probe_cluster(spec: ClusterSpec, timeout: float = 2.0) -> ProbeResult:
     """Send the system's handshake to each broker of ``spec`` until one answers (over TLS
     when the cluster's clients use TLS, see :func:`tls_context`)."""
-    probe = import_adapter_module(spec.kind, "probe").probe  # without the client library
+    adapter = load_adapter(spec.kind)  # no client library needed
     try:
         tls = tls_context(spec)
     except (OSError, ConfigError) as exc:  # a missing CA file, an unset ${env:...}
@@ -97,7 +72,7 @@ def probe_cluster(spec: ClusterSpec, timeout: float = 2.0) -> ProbeResult:
     for host, port in spec.endpoints():
         started = time.perf_counter()
         try:
-            detail = probe(host, port, timeout, tls=tls) if tls else probe(host, port, timeout)
+            detail = adapter.probe(host, port, timeout, tls=tls)
         except (OSError, ProtocolError) as exc:
             detail = f"{host}:{port}: {type(exc).__name__}: {exc}"
             continue

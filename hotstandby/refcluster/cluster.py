@@ -1,4 +1,5 @@
-"""The bundled reference cluster: etcd, two Kafka-protocol and two Pulsar-protocol brokers.
+"""The bundled reference cluster: etcd, and two brokers of each registered system with their
+replicators (Kafka-protocol and Pulsar-protocol brokers: ``refcluster/systems.py``).
 
 Every process listens on 127.0.0.1 only. ``up`` starts from an empty state (the Kafka
 brokers keep data in memory anyway), waits until each process answers a real protocol
@@ -25,47 +26,27 @@ from pathlib import Path
 from typing import Any
 
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.configcenter.documents import ClusterSpec, Link, Policy, utc_now_iso
+from hotstandby.configcenter.documents import ClusterSpec, Link, utc_now_iso
 from hotstandby.errors import ConfigCenterError, RefClusterError, ValidationError
 from hotstandby.failover.probe import ProtocolError, probe_cluster
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.binaries import find_binaries
 from hotstandby.refcluster.flow_status import read_status
 from hotstandby.refcluster.processes import is_running, spawn, stop_pid, wait_ready
-from hotstandby.refcluster.replicators import (
-    FLOWS,
-    NotReady,
-    check_ready,
-    kafka_flow_config,
-    pulsar_flow_config,
-    replicator_name,
-    status_path,
-)
+from hotstandby.refcluster.replicators import NotReady, check_ready, replicator_name, status_path
+from hotstandby.refcluster.system import HOST, BrokerOptions
+from hotstandby.refcluster.systems import SYSTEMS, system_of
 from hotstandby.settings import Settings, parse_endpoints
 
 __all__ = ["BROKERS", "COMPONENTS", "REPLICATORS", "Ports", "RefCluster", "default_dir"]
 
 log = get_logger("hotstandby.refcluster")
 
-HOST = "127.0.0.1"
-BROKERS = ("etcd", "kafka-a", "kafka-b", "pulsar-a", "pulsar-b")
+BROKERS = ("etcd", *(broker for system in SYSTEMS.values() for broker in system.brokers))
+# Both directions between the two brokers of each system.
+FLOWS = tuple(pair for s in SYSTEMS.values() for pair in (s.brokers, (s.brokers[1], s.brokers[0])))
 REPLICATORS = tuple(replicator_name(s, t) for s, t in FLOWS)
 COMPONENTS = BROKERS + REPLICATORS
-ROUTES = {"orders": ("kafka-a", "kafka-b"), "payments": ("pulsar-a", "pulsar-b")}
-
-# Client settings the bundled brokers need (DESIGN §5), stored in their cluster definitions:
-# * Tansu advances the high watermark by one per produced batch, so producers send one
-#   record per batch to keep end offsets right;
-# * Tansu completes a group join after about session.timeout.ms / 2, so a short session
-#   timeout keeps subscribe() fast (6 s -> about 3 s);
-# * Tansu answers a fetch only when fetch.wait.max.ms has passed, even when records arrived
-#   (median delivery 200 ms at librdkafka's 500 ms default, about 1 ms at 50 ms).
-KAFKA_OVERRIDES: dict[str, dict[str, str | int]] = {
-    "producer": {"batch.num.messages": 1},
-    "consumer": {"session.timeout.ms": 6000, "fetch.wait.max.ms": 50},
-}
-# pulsar-lite starts a metrics HTTP server on 0.0.0.0:8080 unless told not to.
-PULSAR_LITE_TOML = "[metrics]\nenabled = false\n"
 
 
 def default_dir() -> Path:
@@ -175,8 +156,7 @@ class RefCluster:
         return Settings(etcd=parse_endpoints(f"{HOST}:{self.ports.etcd}"), namespace=self.namespace)
 
     def url(self, component: str) -> str:
-        port = self.ports.of(component)
-        return f"pulsar://{HOST}:{port}" if component.startswith("pulsar") else f"{HOST}:{port}"
+        return system_of(component).url(self.ports.of(component))
 
     def running(self) -> dict[str, bool]:
         state = self.state() or {"components": {}}
@@ -199,20 +179,15 @@ class RefCluster:
 
     def link(self, source: str, target: str) -> Link:
         """The link registered between two of the brokers (what the replicator follows)."""
-        # MM2's default naming for Kafka; Pulsar geo-replication keeps topic names.
-        policy: Policy = "prefix" if source.startswith("kafka") else "identity"
-        return Link(source=source, target=target, policy=policy, replicator="hotstandby-refcluster")
+        return system_of(source).link(source, target)
 
     def _argv(self, component: str, ports: Ports) -> list[str]:
         if component in REPLICATORS:
             source, target = next((s, t) for s, t in FLOWS if replicator_name(s, t) == component)
-            specs = self.cluster_spec(source, ports), self.cluster_spec(target, ports)
-            if source.startswith("kafka"):
-                _, argv = kafka_flow_config(*specs, self.link(source, target), self.dir / "replicators")
-            else:
-                etcd = f"{HOST}:{ports.etcd}"
-                _, argv = pulsar_flow_config(*specs, etcd, self.namespace, self.dir / "replicators")
-            return argv
+            return system_of(source).flow_argv(
+                self.cluster_spec(source, ports), self.cluster_spec(target, ports), self.link(source, target),
+                etcd=f"{HOST}:{ports.etcd}", namespace=self.namespace, directory=self.dir / "replicators",
+            )  # fmt: skip
         bins = find_binaries()
         if component == "etcd":
             peer = f"http://{HOST}:{ports.etcd_peer}"
@@ -224,19 +199,8 @@ class RefCluster:
                 "--initial-cluster", f"hs-ref={peer}", "--initial-cluster-token", "hs-ref",
                 "--log-level", "warn", "--unsafe-no-fsync",
             ]  # fmt: skip
-        port = ports.of(component)
-        if component.startswith("kafka"):
-            url = f"tcp://{HOST}:{port}"
-            return [
-                bins.tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                "--cluster-id", component, "--storage-engine", "memory://tansu/",
-            ]  # fmt: skip
-        config = self.dir / f"{component}.toml"
-        config.write_text(f"default_partitions = {self.pulsar_partitions}\n{PULSAR_LITE_TOML}")
-        return [
-            bins.pulsar_lite, "--config", str(config), "--addr", f"{HOST}:{port}",
-            "--db-path", str(self.dir / f"{component}-data"), "--log-level", "warn",
-        ]  # fmt: skip
+        options = BrokerOptions(pulsar_partitions=self.pulsar_partitions)
+        return system_of(component).broker_argv(component, ports.of(component), self.dir, bins, options)
 
     def _readiness(self, component: str, ports: Ports) -> tuple[Callable[[], object], tuple[type[BaseException], ...]]:
         if component in REPLICATORS:
@@ -297,8 +261,8 @@ class RefCluster:
             self.down()
         ports = self.requested_ports
         _check_ports_free(ports)
-        for name in ("etcd-data", "pulsar-a-data", "pulsar-b-data"):
-            shutil.rmtree(self.dir / name, ignore_errors=True)
+        for name in BROKERS:  # data left by an earlier run (brokers that keep it on disk)
+            shutil.rmtree(self.dir / f"{name}-data", ignore_errors=True)
         self.dir.mkdir(parents=True, exist_ok=True)
         state: dict[str, Any] = {"version": 1, "started_at": utc_now_iso(), "namespace": self.namespace,
                                  "ports": asdict(ports), "components": {}}  # fmt: skip
@@ -363,22 +327,18 @@ class RefCluster:
 
     def cluster_spec(self, component: str, ports: Ports | None = None) -> ClusterSpec:
         """The definition registered for broker ``component`` (with the broker's client overrides)."""
-        port = (ports or self.ports).of(component)
-        if component.startswith("kafka"):
-            return ClusterSpec(name=component, kind="kafka", url=f"{HOST}:{port}", **KAFKA_OVERRIDES)
-        return ClusterSpec(name=component, kind="pulsar", url=f"pulsar://{HOST}:{port}")
+        return system_of(component).cluster_spec(component, (ports or self.ports).of(component))
 
     def register(self, namespace: str | None = None) -> None:
-        """Store the four clusters, the links between each pair and the two routes in ``namespace``."""
+        """Store the clusters, the links between each pair and each system's route in ``namespace``."""
         settings = replace(self.settings(), namespace=namespace or self.namespace)
         with ConfigCenter.open(settings) as center:
             for component in BROKERS[1:]:
                 center.put_cluster(self.cluster_spec(component), replace=True)
-            for a, b in ROUTES.values():
-                for source, target in ((a, b), (b, a)):
-                    center.put_link(self.link(source, target))
-            for route, clusters in ROUTES.items():
-                center.create_route(route, list(clusters), clusters[0], reason="refcluster up")
+            for source, target in FLOWS:
+                center.put_link(self.link(source, target))
+            for system in SYSTEMS.values():
+                center.create_route(system.route, list(system.brokers), system.brokers[0], reason="refcluster up")
 
     # -- context manager -----------------------------------------------------------------
 

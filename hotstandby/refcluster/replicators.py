@@ -1,35 +1,21 @@
 """The reference cluster's replicators: one process per direction and system.
 
-The Kafka flows behave as MirrorMaker 2 (DefaultReplicationPolicy, offset syncs on the
-source, checkpoints and heartbeats on the target) with shorter intervals than MM2's defaults
-so tests and the drill see checkpoints within seconds; ``refcluster status`` lists every
-interval that differs from MM2's default.
+Each system's module (``refcluster/kafka.py``, ``refcluster/pulsar.py``) writes its flows'
+configuration. The Kafka flows behave as MirrorMaker 2 (DefaultReplicationPolicy, offset syncs
+on the source, checkpoints and heartbeats on the target) with shorter intervals than MM2's
+defaults so tests and the drill see checkpoints within seconds; ``refcluster status`` lists
+every interval that differs from MM2's default.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.refcluster.flow_status import read_status
 
-__all__ = [
-    "FLOWS",
-    "KAFKA_FLOWS",
-    "PULSAR_FLOWS",
-    "REFCLUSTER_INTERVALS",
-    "NotReady",
-    "check_ready",
-    "kafka_flow_config",
-    "pulsar_flow_config",
-    "replicator_name",
-]
-
-KAFKA_FLOWS = (("kafka-a", "kafka-b"), ("kafka-b", "kafka-a"))
-PULSAR_FLOWS = (("pulsar-a", "pulsar-b"), ("pulsar-b", "pulsar-a"))
-FLOWS = KAFKA_FLOWS + PULSAR_FLOWS
+__all__ = ["REFCLUSTER_INTERVALS", "NotReady", "check_ready", "replicator_name", "status_path", "write_flow"]
 
 # Seconds. MM2's defaults: checkpoints 60, heartbeats 1, offset flush 60, topic and group refresh 600.
 REFCLUSTER_INTERVALS: dict[str, float] = {
@@ -49,56 +35,13 @@ def replicator_name(source: str, target: str) -> str:
     return f"mirror-{source}-to-{target}"
 
 
-def _endpoint(spec: ClusterSpec) -> dict[str, Any]:
-    return {
-        "alias": spec.name,
-        "bootstrap": spec.url,
-        "producer": spec.client_config("producer"),
-        "consumer": spec.client_config("consumer"),
-    }
-
-
-def kafka_flow_config(source: ClusterSpec, target: ClusterSpec, link: Link, directory: Path) -> tuple[Path, list[str]]:
-    """Write the flow's config file; returns its path and the command line that runs it."""
-    from hotstandby.adapters.kafka.replicator.config import Endpoint, FlowConfig, Intervals
-
-    name = replicator_name(source.name, target.name)
+def write_flow(directory: Path, name: str, module: str, config: Callable[[Path], str]) -> list[str]:
+    """Write flow ``name``'s configuration, ``config(status path)``, into ``directory``; the
+    command line that runs it (``python -m module --config PATH``)."""
     directory.mkdir(parents=True, exist_ok=True)
-    config = FlowConfig(
-        source=Endpoint(**_endpoint(source)),
-        target=Endpoint(**_endpoint(target)),
-        policy=link.policy,
-        separator=link.separator,
-        offset_syncs_location=link.offset_syncs,
-        intervals=Intervals(**REFCLUSTER_INTERVALS),
-        status_path=str(directory / f"{name}.status.json"),
-    )
     path = directory / f"{name}.json"
-    path.write_text(config.to_json())
-    return path, [sys.executable, "-m", "hotstandby.adapters.kafka.replicator", "--config", str(path)]
-
-
-def pulsar_flow_config(
-    source: ClusterSpec, target: ClusterSpec, etcd: str, namespace: str, directory: Path
-) -> tuple[Path, list[str]]:
-    """Write a Pulsar flow's config file; topics come from the config center's registry."""
-    from hotstandby.adapters.pulsar.replicator.config import PulsarFlowConfig
-
-    name = replicator_name(source.name, target.name)
-    directory.mkdir(parents=True, exist_ok=True)
-    config = PulsarFlowConfig(
-        source_alias=source.name,
-        source_url=source.url,
-        target_alias=target.name,
-        target_url=target.url,
-        etcd=etcd,
-        config_namespace=namespace,
-        refresh_topics=REFCLUSTER_INTERVALS["refresh_topics"],
-        status_path=str(directory / f"{name}.status.json"),
-    )
-    path = directory / f"{name}.json"
-    path.write_text(config.to_json())
-    return path, [sys.executable, "-m", "hotstandby.adapters.pulsar.replicator", "--config", str(path)]
+    path.write_text(config(status_path(path)))
+    return [sys.executable, "-m", module, "--config", str(path)]
 
 
 def status_path(config_path: str | Path) -> Path:

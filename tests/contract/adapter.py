@@ -6,6 +6,7 @@ A subclass sets ``kind`` and runs on the reference cluster (fixture ``refcluster
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -14,8 +15,10 @@ from hypothesis import strategies as st
 
 from hotstandby.adapter import Adapter, load_adapter
 from hotstandby.drill import DrillOptions
+from hotstandby.drill.systems import drill_system
 from hotstandby.errors import FormatError
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.partitioner import KEYED
 from hotstandby.failover.probe import ProtocolError
 from hotstandby.refcluster import RefCluster
 
@@ -60,14 +63,26 @@ class AdapterContract:
             with pytest.raises((OSError, ProtocolError)):
                 adapter.probe("127.0.0.1", closed, 1.0)
 
+    def test_addresses_its_clusters_as_the_config_center_stores_them(
+        self, adapter: Adapter, refcluster: RefCluster
+    ) -> None:
+        spec = refcluster.cluster_spec(self.cluster)
+        assert json.loads(spec.to_json())[adapter.url_field] == spec.url
+        assert adapter.endpoints(spec.url) == [("127.0.0.1", refcluster.ports.of(self.cluster))]
+        with pytest.raises(ValueError):
+            adapter.endpoints("no-port-here")
+        assert not adapter.uses_tls(spec.url, spec.client_config())
+        assert adapter.cluster_keys and all(key not in spec.client_config() for key in adapter.cluster_keys)
+        assert adapter.default_partitioner in KEYED
+
     def test_drop_in_clients_are_offered(self, adapter: Adapter) -> None:
         clients = adapter.clients()
         assert clients and all(isinstance(c, type) for c in clients.values())
 
-    def test_a_short_drill_there_and_back_loses_and_duplicates_nothing(
-        self, adapter: Adapter, refcluster: RefCluster
-    ) -> None:
-        report = adapter.drill(refcluster, DrillOptions(messages=1000, switches=2, consumers=2, timeout_s=120))
+    def test_a_short_drill_there_and_back_loses_and_duplicates_nothing(self, refcluster: RefCluster) -> None:
+        report = drill_system(
+            self.kind, refcluster, DrillOptions(messages=1000, switches=2, consumers=2, timeout_s=120)
+        )
         assert (report.lost, report.duplicated) == (0, 0), report.human()
         for part in report.phases or [report]:  # a drill in parts runs each with the same options
             assert part.produced == 1000

@@ -1,0 +1,80 @@
+"""Kafka in the reference cluster: two Tansu brokers (``kafka-a``, ``kafka-b``, route
+``orders``) and the MirrorMaker 2 replacement between them (one process per direction)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hotstandby.adapters.kafka.replicator.config import Endpoint, FlowConfig, Intervals
+from hotstandby.configcenter.documents import ClusterSpec, Link
+from hotstandby.refcluster.binaries import Binaries
+from hotstandby.refcluster.replicators import REFCLUSTER_INTERVALS, replicator_name, write_flow
+from hotstandby.refcluster.system import HOST, BrokerOptions
+
+__all__ = ["KAFKA", "KAFKA_OVERRIDES", "KafkaSystem"]
+
+# Client settings the bundled brokers need (DESIGN §5), stored in their cluster definitions:
+# * Tansu advances the high watermark by one per produced batch, so producers send one
+#   record per batch to keep end offsets right;
+# * Tansu completes a group join after about session.timeout.ms / 2, so a short session
+#   timeout keeps subscribe() fast (6 s -> about 3 s);
+# * Tansu answers a fetch only when fetch.wait.max.ms has passed, even when records arrived
+#   (median delivery 200 ms at librdkafka's 500 ms default, about 1 ms at 50 ms).
+KAFKA_OVERRIDES: dict[str, dict[str, str | int]] = {
+    "producer": {"batch.num.messages": 1},
+    "consumer": {"session.timeout.ms": 6000, "fetch.wait.max.ms": 50},
+}
+
+
+def _endpoint(spec: ClusterSpec) -> Endpoint:
+    return Endpoint(
+        alias=spec.name,
+        bootstrap=spec.url,
+        producer=spec.client_config("producer"),
+        consumer=spec.client_config("consumer"),
+    )
+
+
+class KafkaSystem:
+    kind = "kafka"
+    brokers = ("kafka-a", "kafka-b")
+    route = "orders"
+
+    def url(self, port: int) -> str:
+        return f"{HOST}:{port}"
+
+    def cluster_spec(self, component: str, port: int) -> ClusterSpec:
+        return ClusterSpec(name=component, kind=self.kind, url=self.url(port), **KAFKA_OVERRIDES)
+
+    def link(self, source: str, target: str) -> Link:
+        # MM2's default naming (DefaultReplicationPolicy: remote topics "<source>.<topic>").
+        return Link(source=source, target=target, policy="prefix", replicator="hotstandby-refcluster")
+
+    def broker_argv(
+        self, component: str, port: int, directory: Path, bins: Binaries, options: BrokerOptions
+    ) -> list[str]:
+        url = f"tcp://{HOST}:{port}"
+        return [
+            bins.tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
+            "--cluster-id", component, "--storage-engine", "memory://tansu/",
+        ]  # fmt: skip
+
+    def flow_argv(
+        self, source: ClusterSpec, target: ClusterSpec, link: Link, *, etcd: str, namespace: str, directory: Path
+    ) -> list[str]:
+        def config(status: Path) -> str:
+            return FlowConfig(
+                source=_endpoint(source),
+                target=_endpoint(target),
+                policy=link.policy,
+                separator=link.separator,
+                offset_syncs_location=link.offset_syncs,
+                intervals=Intervals(**REFCLUSTER_INTERVALS),
+                status_path=str(status),
+            ).to_json()
+
+        name = replicator_name(source.name, target.name)
+        return write_flow(directory, name, "hotstandby.adapters.kafka.replicator", config)
+
+
+KAFKA = KafkaSystem()
