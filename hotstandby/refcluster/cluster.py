@@ -211,7 +211,7 @@ class RefCluster:
 
             def check_etcd() -> None:
                 with ConfigCenter.open(settings) as center:
-                    center.store.get_prefix("/")
+                    center.clusters()  # one read: etcd answers
 
             return check_etcd, (ConfigCenterError,)
         spec = self.cluster_spec(component, ports)
