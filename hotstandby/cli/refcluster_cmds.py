@@ -13,6 +13,7 @@ from hotstandby.errors import ConfigCenterError
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.refcluster import BROKERS, COMPONENTS, Ports, RefCluster
 from hotstandby.refcluster.system import HOST
+from hotstandby.refcluster.systems import SYSTEMS
 
 __all__ = ["add_commands"]
 
@@ -45,10 +46,11 @@ def up(args: argparse.Namespace) -> int:
         "etcd": f"{HOST}:{rc.ports.etcd}",
         "seconds": round(elapsed, 2),
     }
+    routes = " and ".join(f"{s.route} ({s.brokers[0]})" for s in SYSTEMS.values())
     human = (
         f"reference cluster is already up in {rc.dir} (etcd {data['etcd']})"
         if not fresh
-        else f"reference cluster up in {elapsed:.1f} s: etcd {data['etcd']}, routes orders (kafka-a) and payments (pulsar-a)"
+        else f"reference cluster up in {elapsed:.1f} s: etcd {data['etcd']}, routes {routes}"
     )
     emit(args.json, data, human)
     return 0
