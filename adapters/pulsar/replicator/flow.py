@@ -37,8 +37,9 @@ import pulsar
 
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM
 from hotstandby.adapters.pulsar.replicator.config import PulsarFlowConfig
-from hotstandby.configcenter import ConfigCenter
+from hotstandby.configcenter import ConfigCenter, KVStore
 from hotstandby.configcenter.doc_parsing import load_object
+from hotstandby.configcenter.etcd import EtcdStore
 from hotstandby.errors import HotStandbyError, ValidationError
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.flow_status import FlowStatus
@@ -94,11 +95,13 @@ class PulsarFlow:
         quiet = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
         self._source = pulsar.Client(config.source_url, operation_timeout_seconds=_TIMEOUT_S, logger=quiet)
         self._target = pulsar.Client(config.target_url, operation_timeout_seconds=_TIMEOUT_S, logger=quiet)
-        self._center = (
-            ConfigCenter.open(Settings(etcd=parse_endpoints(config.etcd), namespace=config.config_namespace))
-            if config.etcd
-            else None
-        )
+        # The store holds this flow's progress records; the config center on it, the topic registry.
+        self._store: KVStore | None = None
+        self._center: ConfigCenter | None = None
+        if config.etcd:
+            settings = Settings(etcd=parse_endpoints(config.etcd), namespace=config.config_namespace)
+            self._store = EtcdStore(settings.etcd, timeout=settings.etcd_timeout)
+            self._center = ConfigCenter(self._store, settings.namespace)
         self._readers: dict[str, pulsar.Reader] = {}  # source topic (or partition topic) -> reader
         self._producers: dict[str, pulsar.Producer] = {}
         self._progress: dict[str, bytes] = {}  # partition topic -> serialized last copied message id
@@ -113,9 +116,9 @@ class PulsarFlow:
         return f"{self._center.keys.namespace}/replication/{quote(self.config.name, safe='')}/{quote(topic, safe='')}"
 
     def _load_progress(self, topic: str) -> pulsar.MessageId:
-        if self._center is not None:
+        if self._store is not None:
             key = self._progress_key(topic)
-            kv = self._center.store.get(key)
+            kv = self._store.get(key)
             if kv is not None:
                 try:
                     self._progress[topic] = parse_progress(key, kv.value)
@@ -129,9 +132,9 @@ class PulsarFlow:
     def _store_progress(self, done: dict[str, pulsar.MessageId]) -> None:
         for topic, mid in done.items():
             serialized = mid.serialize()
-            if self._center is not None:
+            if self._store is not None:
                 doc = {"message_id": base64.b64encode(serialized).decode(), "position": str(mid)}
-                self._center.store.put(self._progress_key(topic), json.dumps(doc).encode())
+                self._store.put(self._progress_key(topic), json.dumps(doc).encode())
             self._progress[topic] = serialized
 
     # -- topics ---------------------------------------------------------------------------
