@@ -83,7 +83,7 @@ class Consumer:
         self._slot = self._single_slot(partitions)
         # An Exclusive subscription of a topic that is not partitioned has one consumer, which
         # receives every message in the broker's order: its acknowledged prefix says where to
-        # start on the cluster the copies in it came from (see _start_after_copies).
+        # start on the cluster the copies in it came from (see start_position.start_after_copies).
         self._track_origins = consumer_type == pulsar.ConsumerType.Exclusive and len(partitions) == 1
         self._inner = self._subscribe(client.inner)
 
