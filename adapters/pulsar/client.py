@@ -1,17 +1,23 @@
 """``hotstandby.adapters.pulsar.Client``: pulsar.Client over a route.
 
-One ``pulsar.Client`` serves the route's active cluster. Producers and consumers made by
-:meth:`Client.create_producer` and :meth:`Client.subscribe` belong to it; when the route
-flips, the client moves all of them in one switch:
+One ``pulsar.Client`` serves the route's active cluster. Producers, consumers and readers
+made by :meth:`Client.create_producer`, :meth:`Client.subscribe` and
+:meth:`Client.create_reader` belong to it; when the route flips, the client moves all of them
+in one switch — it is the tree's one participant in the core's switch protocol
+(:mod:`hotstandby.failover.switch_protocol`), with one switch gate that holds its consumers'
+and readers' reads (and the making of new members) while the switch runs:
 
-1. *draining* — producers let the old cluster acknowledge what it has (when it answers, up to
-   ``hotstandby.drain.timeout.ms``); consumers stop handing out messages and store their
-   acknowledgements (the ledgers);
-2. a ``pulsar.Client`` for the new cluster is made, and every producer and consumer gets its
-   counterpart there — if any of them cannot be made, the switch fails as a whole, the old
-   cluster stays in use and the switch is retried;
-3. *switching* — the counterparts replace the old ones; producers re-send what the old
-   cluster had not acknowledged and their replay window; the old client is closed.
+1. *drain* — producers let the old cluster acknowledge what it has (when it answers, up to
+   ``hotstandby.drain.timeout.ms``);
+2. *store* — the gate closes: consumers stop handing out messages and store their
+   acknowledgements (the ledgers); with consumers, the client then waits (bounded) for the
+   route's other clients to store theirs;
+3. *connect* — a ``pulsar.Client`` for the new cluster is made, and every producer, consumer
+   and reader gets its counterpart there — if any of them cannot be made, the switch fails as
+   a whole, the old cluster stays in use and the switch is retried;
+4. *move* — the counterparts replace the old ones; producers re-send what the old cluster had
+   not acknowledged and their replay window; the gate opens; the old client is closed in the
+   background.
 """
 
 from __future__ import annotations
@@ -19,15 +25,17 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pulsar
 
-from hotstandby.configcenter.documents import ClusterSpec, Route
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
 from hotstandby.failover.client_options import PREFIX, ClientOptions
 from hotstandby.failover.follower import RouteClient, RouteFollower
-from hotstandby.failover.switching import SwitchState
+from hotstandby.failover.switch_gate import SwitchGate
+from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
 
 if TYPE_CHECKING:
@@ -40,7 +48,22 @@ __all__ = ["Client", "close_quietly"]
 
 log = get_logger("hotstandby.pulsar.client")
 
-_CLOSE_TIMEOUT_S = 10.0
+# How long making a producer, consumer or reader waits for a switch to finish (it would be
+# made on the cluster being left); a switch holds the gate for the drain timeout at most,
+# plus the time pulsar-client takes to connect.
+_MEMBER_WAIT_S = 60.0
+
+
+@dataclass
+class _Move:
+    """What ``connect`` built for the new cluster, put in place by ``move``."""
+
+    client: pulsar.Client
+    spec: ClusterSpec
+    producers: list[Producer]
+    consumers: list[Consumer]
+    commits: list[Callable[[], None]]
+    old: pulsar.Client | None = None
 
 
 class Client(RouteClient):
@@ -76,17 +99,24 @@ class Client(RouteClient):
             )
         self._client_kwargs = client_kwargs
         self._lock = threading.RLock()
+        self._gate = SwitchGate(self._lock)
+        self._move: _Move | None = None
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
         self._readers: list[Reader] = []
         self._subscriptions: dict[tuple[str, str], SubscriptionState] = {}
         self._closed = False
         self._follower = RouteFollower(self.options, "pulsar", role="client")
-        self._inner: pulsar.Client = self._follow(self._connect, self._perform)
+        self._inner: pulsar.Client
+        self._join(self._connect_first, self, self._gate)
 
     def _connect(self, spec: ClusterSpec) -> pulsar.Client:
         kwargs = {**spec.client_config("admin"), **self._client_kwargs}
         return pulsar.Client(spec.url, **kwargs)
+
+    def _connect_first(self, spec: ClusterSpec) -> pulsar.Client:
+        self._inner = self._connect(spec)  # before following: a switch may start at once
+        return self._inner
 
     # -- the pulsar.Client surface ---------------------------------------------------------
 
@@ -96,6 +126,7 @@ class Client(RouteClient):
 
         with self._lock:
             self._check_open()
+            self._wait_no_switch()
             producer = Producer(self, topic, kwargs)
             self._producers.append(producer)
             return producer
@@ -106,6 +137,7 @@ class Client(RouteClient):
 
         with self._lock:
             self._check_open()
+            self._wait_no_switch()
             consumer = Consumer(self, topic, subscription_name, kwargs)
             self._consumers.append(consumer)
             return consumer
@@ -117,6 +149,7 @@ class Client(RouteClient):
 
         with self._lock:
             self._check_open()
+            self._wait_no_switch()
             reader = Reader(self, topic, start_message_id, kwargs)
             self._readers.append(reader)
             return reader
@@ -162,6 +195,11 @@ class Client(RouteClient):
     def follower(self) -> RouteFollower:
         return self._follower
 
+    @property
+    def gate(self) -> SwitchGate:
+        """Closed while a switch runs: consumers and readers hand nothing out then."""
+        return self._gate
+
     def retire(self, member: Producer | Consumer | Reader, inner: Any) -> None:
         """A producer, consumer or reader is closed: close its pulsar counterpart; it no longer moves."""
         close_quietly(inner)
@@ -194,57 +232,69 @@ class Client(RouteClient):
         if self._closed:
             raise pulsar.AlreadyClosed("Client has been closed")
 
-    # -- switching -------------------------------------------------------------------------
+    def _wait_no_switch(self) -> None:
+        """(Lock held.) A member made during a switch would be made on the cluster left."""
+        if not self._gate.wait_open(_MEMBER_WAIT_S):
+            raise pulsar.Timeout(f"a switch of route {self.options.route!r} did not end within {_MEMBER_WAIT_S:g} s")
 
-    def _perform(self, current: Route, target: Route, set_state: Callable[[SwitchState], None]) -> None:
-        spec = self._follower.cluster(target.active)
+    # -- the switch protocol (hotstandby.failover.switch_protocol) ---------------------------
+
+    def _members(self) -> tuple[list[Producer], list[Consumer], list[Reader]]:
         with self._lock:
-            producers, consumers, readers = list(self._producers), list(self._consumers), list(self._readers)
-        set_state(SwitchState.DRAINING)
-        for producer in producers:
-            producer.drain(self._spec)
-        new: pulsar.Client | None = None
-        prepared: list[Callable[[], None]] = []
-        receivers: list[Consumer | Reader] = [*consumers, *readers]
-        try:
-            # Storing the ledgers (settle) and reading the peers' presence need etcd: if it
-            # fails here, the consumers go on with the old cluster until the next attempt.
-            for receiver in receivers:
-                receiver.settle()
-            if consumers:
-                # Published: our acknowledgements are stored. Other clients of the route (another
-                # process with a consumer of the same subscription) store theirs before we hand
-                # out anything on the new cluster.
-                set_state(SwitchState.SWITCHING)
-                behind = self._follower.await_peers(target, self.options.drain_timeout_ms / 1000)
-                if behind:
-                    log.warning("client.peers_behind", clients=behind, epoch=target.epoch)
-            new = self._connect(spec)
-            for member in [*producers, *receivers]:
-                prepared.append(member.prepare(new, spec, current.active))
-        except BaseException:
-            for receiver in receivers:
-                receiver.resume()
-            if new is not None:
-                close_quietly(new)
-            raise
-        set_state(SwitchState.SWITCHING)
-        states = list({id(c.state): c.state for c in consumers}.values())
+            return list(self._producers), list(self._consumers), list(self._readers)
+
+    @property
+    def peer_labels(self) -> Mapping[str, str] | None:
+        """With consumers, every other client of the route stores its acknowledgements before
+        this one hands out anything on the new cluster (another process with a consumer of the
+        same subscription)."""
+        with self._lock:
+            return {} if self._consumers else None
+
+    def drain(self, plan: SwitchPlan) -> None:
+        for producer in self._members()[0]:
+            producer.drain(plan.source)
+
+    def store(self, plan: SwitchPlan) -> None:
+        # Needs etcd: if it fails, the consumers go on with the old cluster until the next attempt.
+        for consumer in self._members()[1]:
+            consumer.store()
+
+    def connect(self, plan: SwitchPlan) -> None:
+        producers, consumers, readers = self._members()  # none is made while the gate is closed
+        spec = plan.destination
+        self._move = move = _Move(self._connect(spec), spec, producers, consumers, [])
+        members: list[Producer | Consumer | Reader] = [*producers, *consumers, *readers]
+        for member in members:
+            move.commits.append(member.prepare(move.client, spec, plan.source.name))
+
+    def abort(self, plan: SwitchPlan) -> None:
+        move, self._move = self._move, None
+        if move is not None:
+            close_quietly(move.client)  # and with it what the members made there
+
+    def move(self, plan: SwitchPlan) -> None:
+        move = self._move
+        assert move is not None, "move without connect"
+        states = list({id(c.state): c.state for c in move.consumers}.values())
         with self._lock, contextlib.ExitStack() as held:
             # No acknowledgement between a reset and the consumers' commit: it would reach
             # neither the old cluster's bookkeeping (reset) nor the identities left behind.
             for state in states:
                 held.enter_context(state.lock)
-            old = self._inner
-            self._inner, self._spec = new, spec
+            move.old, self._inner, self._spec = self._inner, move.client, move.spec
             for state in states:
                 state.reset()  # what was handed out belongs to the old cluster
-            for commit in prepared:
+            for commit in move.commits:
                 commit()
-        closer = threading.Thread(target=close_quietly, args=(old,), daemon=True, name="hotstandby-pulsar-close")
+
+    def resume(self, plan: SwitchPlan) -> None:
+        move, self._move = self._move, None
+        assert move is not None and move.old is not None, "resume without move"
+        closer = threading.Thread(target=close_quietly, args=(move.old,), daemon=True, name="hotstandby-pulsar-close")
         closer.start()
-        log.info("client.switched", client=self.options.client_id, source=current.active, to=target.active,
-                 epoch=target.epoch, producers=len(producers), consumers=len(consumers))  # fmt: skip
+        log.info("client.switched", client=self.options.client_id, source=plan.source.name, to=move.spec.name,
+                 epoch=plan.target.epoch, producers=len(move.producers), consumers=len(move.consumers))  # fmt: skip
 
 
 def close_quietly(closeable: Any) -> None:

@@ -16,11 +16,10 @@ never handing a message out again once it was acknowledged.
   are handed out again.
 * Ledgers are written by every consumer of the subscription (a save merges; nobody owns a
   Shared subscription's partition), and each consumer merges what the others store.
-* In a switch (run by the client) the consumer stops handing out messages, stores its
-  ledgers and sends the pending acknowledgements to the old cluster, then subscribes on the
-  new one: an existing subscription resumes at its own cursor there, a new one at the
-  earliest message — an Exclusive one of a non-partitioned topic at the source position of
-  the copies from there it processed (``_start_after_copies``); whatever is read again is
+* In a switch (the client's, see :mod:`hotstandby.adapters.pulsar.client`) the consumer
+  stops handing out messages while the client's switch gate is closed, stores its ledgers and
+  sends the pending acknowledgements to the old cluster, then subscribes on the new one where
+  :mod:`hotstandby.adapters.pulsar.start_position` says; whatever is read again is
   filtered. Messages handed out and not acknowledged at the switch are delivered again there
   (at least once); one acknowledged after the switch counts by its identity, and a
   cumulative acknowledgement covers what its partition handed out before it, on either
@@ -31,16 +30,16 @@ never handing a message out again once it was acknowledged.
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pulsar
 
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM, identity_in, identity_of
-from hotstandby.adapters.pulsar.client import close_quietly
+from hotstandby.adapters.pulsar.handed import Handed, HandedOut, MessageKey, Slot, stored_at
+from hotstandby.adapters.pulsar.start_position import start_after_copies
 from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
+from hotstandby.adapters.pulsar.waits import slices_ms
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigCenterUnavailable, ConfigError
 from hotstandby.failover.identity import RecordId
@@ -52,41 +51,6 @@ if TYPE_CHECKING:
 __all__ = ["Consumer"]
 
 log = get_logger("hotstandby.pulsar.consumer")
-
-# What tells a received message from any other: its identity (the same on every cluster and
-# for every copy) or, for a message without one, where it is stored (topic, ledger, entry,
-# batch index: five calls into the client library, so only then).
-MessageKey = tuple[str, int, int, int] | RecordId
-
-# Checking that the new cluster still holds a copied message: entries read at most (two
-# entries' messages; more than a batch's), and the wait for each.
-_HOLDS_READ_LIMIT = 2_000
-_HOLDS_WAIT_MS = 2_000
-# receive() waits in slices this long, so that a switch swaps its consumer in between.
-_SLICE_MS = 100
-
-
-def _stored_at(msg: pulsar.Message) -> tuple[str, int, int, int]:
-    mid = msg.message_id()
-    return (str(msg.topic_name()), mid.ledger_id(), mid.entry_id(), mid.batch_index())
-
-
-class _Handed:
-    """A message handed out on the current cluster and not acknowledged yet. The message
-    carries its key (``_hs_key``), not this: no reference cycle, so it is freed as soon as the
-    application and the broker acknowledgement are done with it, not by the garbage collector."""
-
-    __slots__ = ("key", "message", "position", "rid", "slot")
-
-    def __init__(
-        self, key: MessageKey, slot: tuple[str, int], position: int, rid: RecordId | None, message: pulsar.Message
-    ) -> None:
-        self.key, self.slot, self.position, self.rid = key, slot, position, rid
-        self.message = message  # for acknowledgements by message id, and its redelivery count
-
-
-def _id_key(mid: pulsar.MessageId) -> tuple[int, int, int, int]:
-    return (mid.ledger_id(), mid.entry_id(), mid.batch_index(), mid.partition())
 
 
 class Consumer:
@@ -103,11 +67,11 @@ class Consumer:
         self._kwargs = dict(kwargs)
         self._state = client.subscription_state(topic, subscription_name)
         self._lock = self._state.lock
-        self._switched = threading.Condition(self._lock)
-        self._handed: dict[MessageKey, _Handed] = {}
-        self._left: list[_Handed] = []  # handed out on the cluster left last, not acknowledged there
+        # The client's gate: closed while a switch runs. Read under our lock: the switch takes
+        # it after closing the gate (to store), so a message accepted here is stored then.
+        self._gate = client.gate
+        self._out = HandedOut()
         self._held: list[pulsar.Message] = []  # received while a switch ran (see _hold)
-        self._switching = False
         self._closed = False
         self._seldom = Seldom(log)  # events that can happen per message
         partitions = client.inner.get_topic_partitions(topic)
@@ -119,7 +83,7 @@ class Consumer:
         self._slot = self._single_slot(partitions)
         # An Exclusive subscription of a topic that is not partitioned has one consumer, which
         # receives every message in the broker's order: its acknowledged prefix says where to
-        # start on the cluster the copies in it came from (see _start_after_copies).
+        # start on the cluster the copies in it came from (see start_position.start_after_copies).
         self._track_origins = consumer_type == pulsar.ConsumerType.Exclusive and len(partitions) == 1
         self._inner = self._subscribe(client.inner)
 
@@ -152,19 +116,11 @@ class Consumer:
     def receive(self, timeout_millis: int | None = None) -> pulsar.Message:
         """As :meth:`pulsar.Consumer.receive`; raises ``pulsar.Timeout`` after ``timeout_millis``
         (None or negative: no limit)."""
-        deadline = None
-        if timeout_millis is not None and timeout_millis >= 0:
-            deadline = time.monotonic() + timeout_millis / 1000
-        wait_ms = _SLICE_MS
-        while True:
-            if deadline is not None:
-                wait_ms = min(_SLICE_MS, int((deadline - time.monotonic()) * 1000))
-                if wait_ms < 0:
-                    raise pulsar.Timeout("no message within the timeout")
+        for wait_ms in slices_ms(timeout_millis):
             # Read without the lock (one per message is what it costs): a switch that begins
             # meanwhile closes this consumer or is noticed below, under the lock.
             inner = self._inner
-            if self._switching or self._closed or self._held:
+            if self._gate.closed or self._closed or self._held:
                 inner = self._current(wait_ms / 1000)
                 if inner is None:
                     continue
@@ -172,18 +128,19 @@ class Consumer:
                 if out is not None:
                     return out
             try:
-                msg = inner.receive(max(wait_ms, 1))
+                msg = inner.receive(wait_ms)
             except pulsar.Timeout:
                 continue
             except pulsar.AlreadyClosed:
                 continue  # given up in a switch: the next slice reads the new cluster
             with self._lock:
-                if self._switching or inner is not self._inner:
+                if self._gate.closed or inner is not self._inner:
                     self._hold(inner, [msg])
                     continue
                 out = self._accept(msg)
             if out is not None:
                 return out
+        raise pulsar.Timeout("no message within the timeout")
 
     def batch_receive(self) -> list[pulsar.Message]:
         """As :meth:`pulsar.Consumer.batch_receive` (the subscription's batch receive policy)."""
@@ -198,7 +155,7 @@ class Consumer:
         except pulsar.AlreadyClosed:
             return []
         with self._lock:
-            if self._switching or inner is not self._inner:
+            if self._gate.closed or inner is not self._inner:
                 self._hold(inner, batch)
                 return []
             return [out for out in map(self._accept, batch) if out is not None]
@@ -207,10 +164,10 @@ class Consumer:
         with self._lock:
             if self._closed:
                 raise pulsar.AlreadyClosed("Consumer has been closed")
-            if self._switching:
-                self._switched.wait(wait)
-                return None
-            return self._inner
+            if not self._gate.closed:
+                return self._inner
+        self._gate.wait_open(wait)  # not under our lock: the switch takes it while the gate is closed
+        return None
 
     def _hold(self, inner: pulsar.Consumer, batch: list[pulsar.Message]) -> None:
         """Messages received while a switch runs (lock held): those of the consumer in use are
@@ -222,7 +179,7 @@ class Consumer:
     def _take_held(self) -> pulsar.Message | None:
         """A message received during a switch that failed, if one is left to hand out."""
         with self._lock:
-            while self._held and not self._switching:
+            while self._held and not self._gate.closed:
                 out = self._accept(self._held.pop(0))
                 if out is not None:
                     return out
@@ -233,8 +190,9 @@ class Consumer:
         call into the client library costs about 0.5 µs, each Python call a tenth of that."""
         properties = msg.properties()
         rid = identity_in(properties, msg)
-        key: MessageKey = rid if rid is not None else _stored_at(msg)
-        if self._handed and key in self._handed and not self._handed_again(key, rid, msg):
+        key: MessageKey = rid if rid is not None else stored_at(msg)
+        handed = self._out.current
+        if handed and key in handed and not self._handed_again(key, rid, msg):
             return None
         slot = self._slot or (str(msg.topic_name()), 0)
         positions = self._state.positions
@@ -251,7 +209,7 @@ class Consumer:
             acks.acknowledge(slot, position)
             self._state.after_store(self._inner, msg, slot=slot if self._cumulative else None, position=position)
             return None
-        self._handed[key] = _Handed(key, slot, position, rid, msg)
+        handed[key] = Handed(key, slot, position, rid, msg)
         msg._hs_key = key  # pulsar.Message is a plain Python object
         return msg
 
@@ -261,48 +219,34 @@ class Consumer:
         negatively acknowledged and now redelivered) — the one handed out stands for both
         (False: filtered). Only the same stored message redelivered (ack timeout) is handed
         out again (True)."""
-        handed = self._handed[key]
+        handed = self._out.current[key]
         acks = self._state.acks
         if msg.redelivery_count() <= handed.message.redelivery_count() or (
-            rid is not None and _stored_at(msg) != _stored_at(handed.message)
+            rid is not None and stored_at(msg) != stored_at(handed.message)
         ):
             acks.filtered += 1
             self._state.after_store(self._inner, msg)  # the broker may drop this one
             return False
         acks.release(handed.slot, handed.position)
-        del self._handed[key]
+        del self._out.current[key]
         return True
-
-    def _handed_of(self, message: pulsar.Message) -> _Handed | None:
-        """What ``message`` was handed out as, if it still is (on the current cluster)."""
-        key: MessageKey | None = getattr(message, "_hs_key", None)
-        handed = None if key is None else self._handed.get(key)
-        return handed if handed is not None and handed.message is message else None
 
     # -- acknowledging ----------------------------------------------------------------------
 
     def _by_id(self, message: pulsar.Message | pulsar.MessageId) -> pulsar.Message | None:
         """The message handed out under message id ``message`` (a message is itself); None when
-        no message handed out and not acknowledged has that id. A search, not on the hot path:
-        acknowledging by message is cheaper."""
-        if isinstance(message, pulsar.Message):
-            return message
-        # message_id() gives a _pulsar.MessageId; pulsar.MessageId wraps one: either is an id.
-        wanted = _id_key(message)
-        for handed in (*self._handed.values(), *self._left):
-            if _id_key(handed.message.message_id()) == wanted:
-                return handed.message
-        return None
+        no message handed out and not acknowledged has that id."""
+        return message if isinstance(message, pulsar.Message) else self._out.by_id(message)
 
-    def _find(self, message: pulsar.Message | pulsar.MessageId) -> tuple[pulsar.Message | None, _Handed | None]:
+    def _find(self, message: pulsar.Message | pulsar.MessageId) -> tuple[pulsar.Message | None, Handed | None]:
         """The message ``message`` names (itself, or the one handed out under that id: None if
         none) and what it is handed out as on the current cluster (None: not any more)."""
         key: MessageKey | None = getattr(message, "_hs_key", None)
-        handed = None if key is None else self._handed.get(key)
+        handed = None if key is None else self._out.current.get(key)
         if handed is not None and handed.message is message:  # the common case: no search
             return message, handed
         found = self._by_id(message)
-        return found, None if found is None else self._handed_of(found)
+        return found, None if found is None else self._out.of(found)
 
     def acknowledge(self, message: pulsar.Message | pulsar.MessageId) -> None:
         """As :meth:`pulsar.Consumer.acknowledge` (a message or its id): stored in the ledger,
@@ -315,7 +259,7 @@ class Consumer:
             if handed is None:
                 self._acknowledge_elsewhere(found)
                 return
-            del self._handed[handed.key]
+            del self._out.current[handed.key]
             self._state.acks.acknowledge(handed.slot, handed.position)  # collected at the next store
             slot = handed.slot if self._cumulative else None
             self._state.after_store(self._inner, handed.message, slot=slot, position=handed.position)
@@ -335,9 +279,10 @@ class Consumer:
             # What the partition handed out on the cluster left before the switch came first.
             self._acknowledge_left(handed.slot, None)
             self._state.acks.acknowledge_through(handed.slot, handed.position + 1)
-            covered = [h for h in self._handed.values() if h.slot == handed.slot and h.position <= handed.position]
+            current = self._out.current
+            covered = [h for h in current.values() if h.slot == handed.slot and h.position <= handed.position]
             for h in covered:
-                del self._handed[h.key]
+                del current[h.key]
             # Collected at the next store; in flight (filtered) until then.
             if message.message_id().batch_index() < 0:
                 self._state.after_store(self._inner, message, cumulative=True)
@@ -367,21 +312,16 @@ class Consumer:
     def _acknowledge_left_cumulatively(self, message: pulsar.Message) -> None:
         """A cumulative acknowledgement of a message handed out on the cluster the consumer has
         just left covers what was handed out before it there, from its partition: by identity."""
-        handed = next((h for h in self._left if h.message is message), None)
+        handed = self._out.left_of(message)
         if handed is not None:
             self._acknowledge_left(handed.slot, handed.position)
         else:
             self._acknowledge_elsewhere(message)
 
-    def _acknowledge_left(self, slot: tuple[str, int], through: int | None) -> None:
+    def _acknowledge_left(self, slot: Slot, through: int | None) -> None:
         """Acknowledge by identity what ``slot`` handed out on the cluster left last, up to
         position ``through`` (None: all of it)."""
-        covered = [h for h in self._left if h.slot == slot and (through is None or h.position <= through)]
-        if not covered:
-            return
-        gone = {id(h) for h in covered}
-        self._left = [h for h in self._left if id(h) not in gone]
-        for h in covered:
+        for h in self._out.take_left(slot, through):
             if h.rid is not None:
                 self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, h.rid, now_ms()))
 
@@ -393,18 +333,18 @@ class Consumer:
                 self._inner.negative_acknowledge(message)
                 return
             message = found
-            handed = self._handed_of(message)
+            handed = self._out.of(message)
             if handed is None:
                 return  # from a cluster we left: it was not acknowledged, so it comes again there
-            del self._handed[handed.key]
+            del self._out.current[handed.key]
             self._state.acks.release(handed.slot, handed.position)
             self._inner.negative_acknowledge(message)
 
     def redeliver_unacknowledged_messages(self) -> None:
         with self._lock:
-            for handed in self._handed.values():
+            for handed in self._out.current.values():
                 self._state.acks.release(handed.slot, handed.position)
-            self._handed.clear()
+            self._out.current.clear()
             self._inner.redeliver_unacknowledged_messages()
 
     def unsubscribe(self) -> None:
@@ -424,62 +364,11 @@ class Consumer:
         self._client.retire(self, inner)
         self._client.release_subscription_state(self._state)
 
-    # -- switching (run by the client) --------------------------------------------------------
+    # -- switching (run by the client, its gate closed from store to commit) -------------------
 
-    def settle(self) -> None:
-        """Hand nothing out any more; store the ledgers and acknowledge on the old cluster."""
-        with self._lock:
-            self._switching = True
+    def store(self) -> None:
+        """Store the ledgers and acknowledge on the old cluster (nothing is handed out now)."""
         self._state.flush()
-
-    def resume(self) -> None:
-        """The switch failed: go on with the old cluster."""
-        with self._lock:
-            self._switching = False
-            self._switched.notify_all()
-
-    def _start_after_copies(self, client: pulsar.Client, new: pulsar.Consumer, spec: ClusterSpec) -> pulsar.Consumer:
-        """Start the subscription on ``spec`` where the copies from there that this consumer
-        processed end, instead of its own cursor there or the earliest message.
-
-        The newest copy from ``spec`` in the acknowledged prefix (every message received before
-        it acknowledged) was stored on ``spec`` at its source position X. Replication keeps
-        order, so whatever ``spec`` held before X — its own messages and copies of ours — reached
-        this cluster before that copy and was processed. The subscription is moved to the entry
-        before X (so X's entry is read again, whatever a seek includes); what is read again is
-        filtered. Only if ``spec`` still holds the copied message at X (same identity: the
-        cluster did not come back empty since), else the start stays where it was."""
-        # The origin this consumer offered with each message (see _accept): (source, position, rid).
-        found = cast(
-            "tuple[str | None, str, RecordId] | None", next(iter(self._state.acks.last_acked_origin.values()), None)
-        )
-        if found is None:
-            log.info("consumer.start", topic=self._topic, to=spec.name, strategy="subscription_or_earliest")
-            return new
-        source, position, rid = found
-        route = self._client.follower.route
-        if source not in (spec.name, None) or (source is None and len(route.clusters) != 2):
-            return new  # a copy from a third cluster tells nothing about this one
-        try:
-            ledger, entry = (int(part) for part in str(position).split(":"))
-        except ValueError:
-            log.warning("consumer.bad_source_position", topic=self._topic, position=position)
-            return new
-        if entry < 1 or not _holds(client, self._topic, ledger, entry, rid):
-            log.info("consumer.start", topic=self._topic, to=spec.name, strategy="subscription_or_earliest",
-                     unusable_source_position=position)  # fmt: skip
-            return new
-        try:
-            new.seek(pulsar.MessageId(-1, ledger, entry - 1, -1))
-        except pulsar.PulsarException as exc:
-            log.warning("consumer.seek_failed", topic=self._topic, to=spec.name, error=str(exc))
-            return new
-        # The reference broker moves the cursor but dispatches from it only to a consumer that
-        # subscribes again (docs/refcluster.md); with Pulsar, subscribing again does no harm.
-        close_quietly(new)
-        log.info("consumer.start", topic=self._topic, to=spec.name, strategy="replicated_source_position",
-                 ledger=ledger, entry=entry - 1)  # fmt: skip
-        return self._subscribe(client)
 
     @property
     def state(self) -> SubscriptionState:
@@ -492,43 +381,18 @@ class Consumer:
         self._state.load(len(partitions))  # what other processes stored
         new = self._subscribe(client, initial=pulsar.InitialPosition.Earliest)
         if self._track_origins:
-            new = self._start_after_copies(client, new, spec)
+            origin = next(iter(self._state.acks.last_acked_origin.values()), None)
+            new = start_after_copies(client, new, spec, topic=self._topic, origin=origin,
+                                     route=self._client.follower.route,
+                                     resubscribe=lambda: self._subscribe(client))  # fmt: skip
 
         def commit() -> None:
             with self._lock:
                 self._inner = new
                 self._slot = self._single_slot(partitions)
                 self._held.clear()  # not acknowledged: they come again on the new cluster
-                # Acknowledged from now on by identity (see _acknowledge_elsewhere).
-                self._left = sorted(self._handed.values(), key=lambda h: (h.slot, h.position))
-                left = len(self._left)
-                self._handed.clear()
-                self._switching = False
-                self._switched.notify_all()
+                left = self._out.leave()  # acknowledged from now on by identity (_acknowledge_elsewhere)
             log.info("consumer.switched", topic=self._topic, subscription=self._subscription, source=source,
                      to=spec.name, unacknowledged=left)  # fmt: skip
 
         return commit
-
-
-def _holds(client: pulsar.Client, topic: str, ledger: int, entry: int, rid: RecordId) -> bool:
-    """Whether ``topic`` stores the message ``rid`` at ``ledger:entry`` (read from the entry
-    before, a batch at most)."""
-    try:
-        reader = client.create_reader(topic, pulsar.MessageId(-1, ledger, entry - 1, -1))
-    except pulsar.PulsarException:
-        return False
-    try:
-        for _ in range(_HOLDS_READ_LIMIT):
-            try:
-                msg = reader.read_next(_HOLDS_WAIT_MS)
-            except pulsar.Timeout:
-                return False
-            mid = msg.message_id()
-            if (mid.ledger_id(), mid.entry_id()) > (ledger, entry):
-                return False
-            if (mid.ledger_id(), mid.entry_id()) == (ledger, entry) and identity_of(msg) == rid:
-                return True
-        return False
-    finally:
-        close_quietly(reader)

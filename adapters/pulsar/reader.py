@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import pulsar
 
 from hotstandby.adapters.pulsar.adapter import identity_of
+from hotstandby.adapters.pulsar.waits import slices_ms
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
-from hotstandby.failover.follower import wait_slices
 from hotstandby.failover.ledger.ledger import PartitionLedger
 
 if TYPE_CHECKING:
@@ -38,9 +38,8 @@ class Reader:
         self._topic = topic
         self._kwargs = dict(kwargs)
         self._lock = threading.RLock()
-        self._switched = threading.Condition(self._lock)
+        self._gate = client.gate  # closed while the client switches (read under our lock)
         self._returned: dict[int, PartitionLedger] = {}  # identities returned, per partition
-        self._switching = False
         self._closed = False
         self.skipped = 0
         self._inner = client.inner.create_reader(topic, start_message_id, **self._kwargs)
@@ -50,19 +49,21 @@ class Reader:
 
     def read_next(self, timeout_millis: int | None = None) -> pulsar.Message:
         """As :meth:`pulsar.Reader.read_next`; raises ``pulsar.Timeout`` after ``timeout_millis``."""
-        for wait in wait_slices(None if timeout_millis is None else timeout_millis / 1000):
+        for wait_ms in slices_ms(timeout_millis):
             with self._lock:
                 if self._closed:
                     raise pulsar.AlreadyClosed("Reader has been closed")
-                if self._switching:
-                    self._switched.wait(wait)
-                    continue
-                inner = self._inner
+                inner = None if self._gate.closed else self._inner
+            if inner is None:
+                self._gate.wait_open(wait_ms / 1000)  # not under our lock: the switch takes it
+                continue
             try:
-                msg = inner.read_next(max(int(wait * 1000), 1))
+                msg = inner.read_next(wait_ms)
             except (pulsar.Timeout, pulsar.AlreadyClosed):
                 continue
             with self._lock:
+                # Read just before the gate closed: returned (and remembered, so the new
+                # cluster's copy is skipped), whether the switch succeeds or fails.
                 if inner is not self._inner:
                     continue  # from a cluster we left: read again on the new one
                 rid = identity_of(msg)
@@ -95,16 +96,7 @@ class Reader:
             inner = self._inner
         self._client.retire(self, inner)
 
-    # -- switching (run by the client) ----------------------------------------------------------
-
-    def settle(self) -> None:
-        with self._lock:
-            self._switching = True
-
-    def resume(self) -> None:
-        with self._lock:
-            self._switching = False
-            self._switched.notify_all()
+    # -- switching (run by the client, its gate closed from store to commit) --------------------
 
     def prepare(self, client: pulsar.Client, spec: ClusterSpec, source: str) -> Callable[[], None]:
         new = client.create_reader(self._topic, pulsar.MessageId.earliest, **self._kwargs)
@@ -112,7 +104,5 @@ class Reader:
         def commit() -> None:
             with self._lock:
                 self._inner = new
-                self._switching = False
-                self._switched.notify_all()
 
         return commit

@@ -34,6 +34,7 @@ from hotstandby.logs import get_logger
 from hotstandby.settings import Settings
 
 if TYPE_CHECKING:
+    from hotstandby.configcenter.prefix_watch import OnEvent, OnSnapshot, PrefixWatch
     from hotstandby.configcenter.watcher import RouteChange, RouteWatcher
 
 __all__ = ["ConfigCenter", "Snapshot", "default_actor"]
@@ -384,3 +385,10 @@ class ConfigCenter:
             watcher.subscribe(callback)
         watcher.start(timeout)
         return watcher
+
+    def follow_prefix(self, prefix: str, on_snapshot: OnSnapshot, on_event: OnEvent, *, name: str) -> PrefixWatch:
+        """Start a :class:`~hotstandby.configcenter.prefix_watch.PrefixWatch` of ``prefix``
+        (its first read happens on its thread, retried while etcd does not answer)."""
+        from hotstandby.configcenter.prefix_watch import PrefixWatch
+
+        return PrefixWatch(self.store, prefix, on_snapshot, on_event, name=name).start()

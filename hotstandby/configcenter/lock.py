@@ -8,9 +8,9 @@ waits at most ``timeout`` seconds.
 from __future__ import annotations
 
 import contextlib
-import time
 from types import TracebackType
 
+from hotstandby.configcenter.polling import SYSTEM_CLOCK, Clock, wait_until
 from hotstandby.configcenter.store import KVStore
 from hotstandby.errors import ConfigCenterError
 
@@ -18,8 +18,9 @@ __all__ = ["StoreLock"]
 
 
 class StoreLock:
-    def __init__(self, store: KVStore, key: str, *, owner: str, ttl_s: int = 15) -> None:
+    def __init__(self, store: KVStore, key: str, *, owner: str, ttl_s: int = 15, clock: Clock = SYSTEM_CLOCK) -> None:
         self._store = store
+        self._clock = clock
         self._key = key
         self._owner = owner.encode()
         self._ttl_s = ttl_s
@@ -33,12 +34,7 @@ class StoreLock:
 
     def acquire(self, timeout: float) -> bool:
         """True once held; False when ``timeout`` ran out first."""
-        deadline = time.monotonic() + timeout
-        while not self.try_acquire():
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
-        return True
+        return wait_until(self.try_acquire, timeout, first=0.05, most=0.2, clock=self._clock)
 
     def release(self) -> None:
         self._revoke()

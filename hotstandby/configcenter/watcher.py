@@ -1,10 +1,10 @@
 """Route watcher: delivers valid route changes, in order, and survives etcd trouble.
 
-* Resumes from the last revision it processed after the connection breaks, so a flip made
-  while it was disconnected is delivered once, not missed and not repeated.
-* After a compaction (history it needs is gone) it re-reads every route and delivers those
-  whose epoch moved forward.
-* Reconnects with exponential backoff and jitter (tenacity), interruptible by :meth:`stop`.
+* Runs on :class:`~hotstandby.configcenter.prefix_watch.PrefixWatch`: resumes from the last
+  revision it processed after the connection breaks, so a flip made while it was
+  disconnected is delivered once, not missed and not repeated; after a compaction (history
+  it needs is gone) it re-reads every route and delivers those whose epoch moved forward;
+  reconnects with exponential backoff and jitter, interruptible by :meth:`stop`.
 * Never delivers an invalid route — any malformed value (wrong types, deep nesting, huge,
   not UTF-8), an unknown cluster, clusters of mixed kinds, an epoch not greater than the one
   it has or below the route's epoch floor: it logs ``route.rejected`` once for that revision,
@@ -22,19 +22,16 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import tenacity
-
 from hotstandby.configcenter.center import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec, Route, check_floor, check_route, check_route_update
-from hotstandby.configcenter.store import Event, KeyValue, WatchStream
-from hotstandby.errors import ConfigError, HotStandbyError, RevisionCompacted, ValidationError
+from hotstandby.configcenter.prefix_watch import PrefixWatch
+from hotstandby.configcenter.store import Event, KeyValue
+from hotstandby.errors import ConfigError, ValidationError
 from hotstandby.logs import get_logger
 
 __all__ = ["RouteChange", "RouteWatcher"]
 
 log = get_logger("hotstandby.configcenter.watcher")
-
-_POLL_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,20 +57,14 @@ class RouteWatcher:
         self._center = center
         self._store = center.store
         self._prefix = center.keys.routes
-        self._max_backoff = max_backoff
         self._lock = threading.Lock()
         self._routes: dict[str, Route] = {}
         self._subscribers: list[Subscriber] = []
-        self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._revision = 0
         # key -> mod revision of the invalid values already logged (each is logged once).
         self._reported: dict[str, int] = {}
-        self._need_resync = False
-        self._connections = 0
-        #: Connections re-established after the first one.
-        self.reconnects = 0
-        self.resyncs = 0
+        self._watch = PrefixWatch(
+            self._store, self._prefix, self._resync, self._on_event, name="route-watcher", max_backoff=max_backoff
+        )
         self.rejected = 0
 
     # -- public ----------------------------------------------------------------------------
@@ -98,29 +89,26 @@ class RouteWatcher:
     @property
     def revision(self) -> int:
         """The last config-center revision fully processed."""
-        return self._revision
+        return self._watch.revision
+
+    @property
+    def reconnects(self) -> int:
+        """Connections re-established after the first one."""
+        return self._watch.reconnects
+
+    @property
+    def resyncs(self) -> int:
+        """Reads of every route after a compaction."""
+        return self._watch.resyncs
 
     def start(self, timeout: float = 10.0) -> RouteWatcher:
         """Read the current routes (retrying up to ``timeout`` s) and start watching."""
-        retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(self._store.recoverable_errors),
-            wait=self._backoff(),
-            stop=tenacity.stop_after_delay(timeout),
-            reraise=True,
-        )
-        retrying(self._resync, deliver=False)
-        self._thread = threading.Thread(target=self._run, name="hotstandby-route-watcher", daemon=True)
-        self._thread.start()
-        log.info("watch.started", prefix=self._prefix, revision=self._revision)
+        self._watch.start(timeout)
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop watching; waits up to ``timeout`` s for the thread."""
-        self._stopped.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                log.warning("watch.stop_timeout", timeout=timeout)
+        self._watch.stop(timeout)
 
     def __enter__(self) -> RouteWatcher:
         return self
@@ -128,102 +116,16 @@ class RouteWatcher:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _sleep(self, seconds: float) -> None:
-        self._stopped.wait(seconds)  # returns early when stop() is called
-
-    def _backoff(self) -> tenacity.wait.wait_base:
-        return tenacity.wait_exponential_jitter(multiplier=0.05, max=self._max_backoff, jitter=0.05)
-
-    # -- the loop --------------------------------------------------------------------------
-
-    def _run(self) -> None:
-        stream: WatchStream | None = None
-        try:
-            while not self._stopped.is_set():
-                if stream is None:
-                    stream = self._connect()
-                    if stream is None:
-                        return
-                try:
-                    for event in stream.get(timeout=_POLL_S):
-                        self._on_event(event)
-                except RevisionCompacted as exc:
-                    # etcd reports a compacted start revision on the stream, after creating it.
-                    self._compacted(exc)
-                    stream.cancel()
-                    stream = None
-                except self._store.recoverable_errors as exc:
-                    log.warning("watch.disconnected", error=str(exc), resume_from=self._revision + 1)
-                    stream.cancel()
-                    stream = None
-                except Exception as exc:  # a bug: log it, back off, resume from the last revision
-                    log.exception("watch.failed", error=repr(exc), resume_from=self._revision + 1)
-                    stream.cancel()
-                    stream = None
-                    self._stopped.wait(self._max_backoff)
-        finally:
-            if stream is not None:
-                stream.cancel()
-            log.info("watch.stopped", revision=self._revision)
-
-    def _connect(self) -> WatchStream | None:
-        """Open a stream from the next revision; re-read everything if it was compacted."""
-
-        def attempt() -> WatchStream:
-            if self._need_resync:
-                self._resync(deliver=True)
-                self._need_resync = False
-            try:
-                return self._store.watch_prefix(self._prefix, self._revision + 1)
-            except RevisionCompacted as exc:
-                self._compacted(exc)
-                raise
-
-        def before_sleep(state: tenacity.RetryCallState) -> None:
-            log.info(
-                "watch.reconnecting",
-                attempt=state.attempt_number,
-                error=str(state.outcome.exception()) if state.outcome else None,
-            )
-
-        retrying = tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type((*self._store.recoverable_errors, RevisionCompacted)),
-            wait=self._backoff(),
-            stop=tenacity.stop_when_event_set(self._stopped),
-            sleep=self._sleep,
-            before_sleep=before_sleep,
-            reraise=True,
-        )
-        try:
-            stream = retrying(attempt)
-        except HotStandbyError:
-            if self._stopped.is_set():
-                return None
-            raise
-        if self._stopped.is_set():
-            stream.cancel()
-            return None
-        self._connections += 1
-        self.reconnects = self._connections - 1
-        log.info("watch.connected", start_revision=self._revision + 1, reconnects=self.reconnects)
-        return stream
-
-    def _compacted(self, exc: RevisionCompacted) -> None:
-        log.warning("watch.compacted", wanted=self._revision + 1, oldest=exc.compact_revision)
-        self._need_resync = True
-
     # -- applying changes ------------------------------------------------------------------
 
-    def _resync(self, *, deliver: bool) -> None:
-        kvs, revision = self._store.get_prefix(self._prefix)
-        self.resyncs += int(deliver)
+    def _resync(self, kvs: list[KeyValue], initial: bool) -> None:
+        deliver = not initial  # the first read is what the subscribers start from
         clusters, invalid = self._clusters()
         floors, _ = self._store.get_prefix(self._center.keys.epochs)
         by_name = {kv.key[len(self._center.keys.epochs) :]: kv for kv in floors}
         for kv in kvs:
             floor = functools.partial(by_name.get, kv.key[len(self._prefix) :])
             self._consider(kv, clusters, invalid, floor, deliver=deliver)
-        self._revision = revision
 
     def _on_event(self, event: Event) -> None:
         kv = KeyValue(event.key, event.value, event.mod_revision)
@@ -234,8 +136,6 @@ class RouteWatcher:
             clusters, invalid = self._clusters()
             floor = self._center.keys.epochs + kv.key[len(self._prefix) :]
             self._consider(kv, clusters, invalid, lambda: self._store.get(floor), deliver=True)
-        # Only now is the event done: a failure above re-reads it after reconnecting.
-        self._revision = event.mod_revision
 
     def _consider(
         self,

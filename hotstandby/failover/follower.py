@@ -1,9 +1,12 @@
 """What every failover-aware client does with its route: read it, check it, watch it.
 
-:class:`RouteFollower` opens the config center, reads the route and the definition of its
-active cluster (refusing a cluster of the wrong kind), then — once the client has connected —
-watches the route and hands each accepted change to a :class:`~hotstandby.failover.switching.Switcher`
-that runs the client's own switch procedure.
+:class:`RouteFollower` takes the config center (the process's shared connection for the
+client's settings, or one passed in), reads the route and the definition of its active
+cluster (refusing a cluster of the wrong kind), then — once the client has connected —
+follows the route through the process's shared route watcher and hands each accepted change
+to a :class:`~hotstandby.failover.switching.Switcher`, which runs the switch protocol
+(:meth:`RouteFollower.join`). One follower serves a client object tree (a Kafka producer or
+consumer, a Pulsar client with all its producers, consumers and readers).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from typing import TypeVar
 
 from hotstandby.configcenter import ConfigCenter, RouteChange, RouteWatcher
 from hotstandby.configcenter.documents import ClusterSpec, Route
+from hotstandby.configcenter.polling import SYSTEM_CLOCK, Clock, wait_until
+from hotstandby.configcenter.sharing import SHARED_CENTERS, CenterPool
 from hotstandby.errors import ConfigCenterUnavailable, ConfigError
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.presence import Presence, list_clients
@@ -33,21 +38,37 @@ _PROBE_TIMEOUT_S = 2.0  # per broker of the target cluster, before each switch a
 
 
 class RouteFollower:
+    """Follows ``options.route`` for one client object tree (see the module docs).
+
+    ``center``: a config center to use instead of the process's shared connection for
+    ``options.settings`` (not closed here); ``clock``: what the waits for etcd and for peers
+    run on; ``centers``: where shared connections come from (tests)."""
+
     def __init__(
-        self, options: ClientOptions, kind: str, *, role: str = "client", labels: dict[str, str] | None = None
+        self,
+        options: ClientOptions,
+        kind: str,
+        *,
+        role: str = "client",
+        labels: dict[str, str] | None = None,
+        center: ConfigCenter | None = None,
+        clock: Clock = SYSTEM_CLOCK,
+        centers: CenterPool | None = None,
     ) -> None:
         self.options = options
         self.kind = kind
         self.role = role
         self.labels = dict(labels or {})  # published with the presence (a consumer's group)
-        self.center = ConfigCenter.open(options.settings)
+        self._clock = clock
+        self._shared = (centers or SHARED_CENTERS).acquire(options.settings, center=center)
+        self.center = self._shared.center
         try:
             self.initial_route: Route = self.patiently(lambda: self.center.route(options.route), "reading the route")
             self.initial_cluster: ClusterSpec = self.patiently(
                 lambda: self.cluster(self.initial_route.active), "reading the cluster"
             )
         except BaseException:
-            self.center.close()
+            self._shared.close()
             raise
         self._watcher: RouteWatcher | None = None
         self.switcher: Switcher | None = None
@@ -58,23 +79,26 @@ class RouteFollower:
         (``hotstandby.etcd.timeout.ms``): what creating a client or a consumer needs from etcd.
         Then :class:`ConfigCenterUnavailable` naming the endpoints."""
         settings = self.options.settings
-        deadline = time.monotonic() + settings.etcd_timeout
-        delay = 0.05
-        while True:
+        results: list[T] = []
+        errors: list[ConfigCenterUnavailable] = []
+
+        def attempt() -> bool:
             try:
-                return call()
+                results.append(call())
+                return True
             except ConfigCenterUnavailable as exc:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    endpoints = ",".join(str(e) for e in settings.etcd)
-                    raise ConfigCenterUnavailable(
-                        f"{what}: etcd at {endpoints} did not answer within {settings.etcd_timeout:g} s ({exc})"
-                    ) from exc
-                if delay == 0.05:
+                if not errors:
                     log.warning("client.etcd_unavailable", client=self.options.client_id, doing=what,
-                                error=str(exc), wait_s=round(left, 1))  # fmt: skip
-                time.sleep(min(delay, left))
-                delay = min(delay * 2, 1.0)
+                                error=str(exc), wait_s=settings.etcd_timeout)  # fmt: skip
+                errors.append(exc)
+                return False
+
+        if wait_until(attempt, settings.etcd_timeout, first=0.05, most=1.0, clock=self._clock):
+            return results[0]
+        endpoints = ",".join(str(e) for e in settings.etcd)
+        raise ConfigCenterUnavailable(
+            f"{what}: etcd at {endpoints} did not answer within {settings.etcd_timeout:g} s ({errors[-1]})"
+        ) from errors[-1]
 
     def cluster(self, name: str) -> ClusterSpec:
         """A cluster of this route, checked to be of the client's kind."""
@@ -123,7 +147,7 @@ class RouteFollower:
         self.switcher.listen(self._publish)
         self._publish()
         self._watcher = self.patiently(
-            lambda: self.center.watch_routes(self._on_change, timeout=1.0), "starting the route watch"
+            lambda: self._shared.watch(self._on_change, timeout=1.0), "starting the route watch"
         )
         # A flip between our first read and the watch start is in the watcher's first read.
         current = self._watcher.current(self.options.route)
@@ -157,9 +181,10 @@ class RouteFollower:
         """Wait until every other live client of this route with ``labels`` has left the epoch
         before ``target`` (its presence shows ``target``'s epoch or the ``switching`` state).
         Returns the clients still behind when ``timeout`` ran out (empty when all moved)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            behind = [
+        behind: list[str] = []
+
+        def all_moved() -> bool:
+            behind[:] = [
                 str(doc.get("client"))
                 for doc in list_clients(self.center, self.options.route)
                 if doc.get("client") != self.options.client_id
@@ -167,18 +192,18 @@ class RouteFollower:
                 and int(doc.get("epoch") or 0) < target.epoch
                 and doc.get("state") != "switching"
             ]
-            if not behind or time.monotonic() >= deadline:
-                return behind
-            time.sleep(0.02)
+            return not behind
+
+        wait_until(all_moved, timeout, first=0.02, most=0.1, clock=self._clock)
+        return behind
 
     def close(self) -> None:
-        if self._watcher is not None:
-            self._watcher.stop()
+        """Stop following; the last client of the shared connection closes it."""
         if self.switcher is not None:
             self.switcher.close()
         if self.presence is not None:
             self.presence.close()
-        self.center.close()
+        self._shared.close()
 
 
 def wait_slices(timeout: float | None) -> Iterator[float]:
@@ -203,10 +228,18 @@ class RouteClient:
 
     def _follow(self, connect: Callable[[ClusterSpec], C], perform: Perform) -> C:
         """Connect to the route's active cluster, then follow the route; closes all on failure."""
+        return self._connect_then(connect, lambda: self._follower.start(perform))
+
+    def _join(self, connect: Callable[[ClusterSpec], C], participant: SwitchParticipant, gate: SwitchGate) -> C:
+        """Connect to the route's active cluster, then follow the route through the switch
+        protocol (``participant`` keeps :attr:`_spec` the cluster it uses); closes all on failure."""
+        return self._connect_then(connect, lambda: self._follower.join(participant, gate, lambda: self._spec))
+
+    def _connect_then(self, connect: Callable[[ClusterSpec], C], follow: Callable[[], None]) -> C:
         try:
             self._spec = self._follower.initial_cluster
             inner = connect(self._spec)
-            self._follower.start(perform)
+            follow()
             return inner
         except BaseException:
             self._follower.close()

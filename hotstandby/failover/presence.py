@@ -17,6 +17,7 @@ from typing import Any
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.doc_parsing import load_object
+from hotstandby.configcenter.leased import LeasedKey, leased_values
 from hotstandby.errors import ConfigCenterError, ValidationError
 from hotstandby.logs import get_logger
 
@@ -29,8 +30,8 @@ _RETRY_S = 1.0  # while etcd is unreachable: how often the keep-alive thread tri
 
 class Presence:
     def __init__(self, center: ConfigCenter, route: str, client_id: str, role: str, *, ttl_s: int = 10) -> None:
-        self._center = center
         self._key = center.keys.client(route, client_id)
+        self._leased = LeasedKey(center, self._key, ttl_s=ttl_s)
         self._ttl_s = ttl_s
         self._doc: dict[str, Any] = {
             "client": client_id,
@@ -39,7 +40,6 @@ class Presence:
             "pid": os.getpid(),
             "since": time.time(),
         }
-        self._lease = 0
         self._dirty = False  # the document changed since it was last written
         self._failing = False  # the last write or refresh failed (etcd unreachable)
         self._started = False
@@ -65,11 +65,10 @@ class Presence:
         # Caller holds the lock.
         try:
             if self._dirty:
-                self._write()
+                self._leased.write(json.dumps(self._doc).encode())
                 self._dirty = False
-            elif not self._lease or not self._center.store.refresh_lease(self._lease):
-                self._lease = 0  # expired (e.g. etcd was down for longer than the TTL)
-                self._write()
+            else:  # written again if the lease expired (e.g. etcd was down for longer than the TTL)
+                self._leased.keep(json.dumps(self._doc).encode())
         except ConfigCenterError as exc:
             if not self._failing:  # once per outage
                 log.warning("presence.write_failed", key=self._key, error=str(exc))
@@ -78,12 +77,6 @@ class Presence:
         if self._failing:
             log.info("presence.written_again", key=self._key)
             self._failing = False
-
-    def _write(self) -> None:
-        # Caller holds the lock.
-        if not self._lease:
-            self._lease = self._center.store.grant_lease(self._ttl_s)
-        self._center.store.put(self._key, json.dumps(self._doc).encode(), lease=self._lease)
 
     def _run(self) -> None:
         while not self._stopped.wait(_RETRY_S if self._failing else self._ttl_s / 3):
@@ -95,12 +88,10 @@ class Presence:
         if self._started:
             self._thread.join(self._ttl_s)
         with self._lock:
-            if self._lease:
-                try:
-                    self._center.store.revoke_lease(self._lease)
-                except ConfigCenterError as exc:
-                    log.warning("presence.revoke_failed", key=self._key, error=str(exc))
-                self._lease = 0
+            try:
+                self._leased.release()
+            except ConfigCenterError as exc:  # the key goes when the lease expires
+                log.warning("presence.revoke_failed", key=self._key, error=str(exc))
 
 
 #: Field -> accepted JSON types of a presence document (others may be present: labels).
@@ -134,8 +125,7 @@ def parse_presence(key: str, raw: bytes | str) -> dict[str, Any]:
 
 def read_clients(center: ConfigCenter, route: str) -> tuple[list[dict[str, Any]], list[ValidationError]]:
     """The valid presence documents of a route's live clients, and the invalid ones' errors."""
-    prefix = center.keys.client(route, "")
-    kvs, _ = center.store.get_prefix(prefix)
+    kvs = leased_values(center, center.keys.client(route, ""))
     out: list[dict[str, Any]] = []
     problems: list[ValidationError] = []
     for kv in kvs:

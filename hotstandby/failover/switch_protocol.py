@@ -57,8 +57,10 @@ class SwitchPlan:
 class SwitchParticipant(Protocol):
     """A client object tree that moves between clusters as one (see the module docs)."""
 
-    #: Presence labels of the peers to wait for after ``store`` (a consumer's group), or None.
-    peer_labels: Mapping[str, str] | None
+    @property
+    def peer_labels(self) -> Mapping[str, str] | None:
+        """Presence labels of the peers to wait for after ``store`` (a consumer's group; ``{}``:
+        every client of the route), or None (no wait). An attribute will do."""
 
     def drain(self, plan: SwitchPlan) -> None: ...
 

@@ -130,14 +130,8 @@ class Switcher:
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until no switch is running or waiting (for tests and orderly shutdown)."""
-        deadline = time.monotonic() + timeout
         with self._lock:
-            while self._pending is not None or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._lock.wait(left)
-            return True
+            return self._lock.wait_for(lambda: self._pending is None and not self._busy, timeout)
 
     def close(self, timeout: float = 10.0) -> None:
         self._stopped.set()

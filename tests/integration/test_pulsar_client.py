@@ -257,7 +257,7 @@ def test_a_source_position_is_used_only_where_the_cluster_still_holds_that_messa
 ) -> None:
     """A cluster that came back empty may store other messages at the same position: the start
     moves there only when the message at that position has the copy's identity."""
-    from hotstandby.adapters.pulsar.consumer import _holds
+    from hotstandby.adapters.pulsar.start_position import holds
 
     session = new_session()
     raw = pulsar.Client(refcluster.cluster_spec("pulsar-b").url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
@@ -265,9 +265,9 @@ def test_a_source_position_is_used_only_where_the_cluster_still_holds_that_messa
         producer = raw.create_producer(topic, batching_enabled=False)
         ids = [producer.send(b"m", properties={HEADER: encode_identity(RecordId(session, 0, i))}) for i in range(5)]
         third = ids[2]
-        assert _holds(raw, topic, third.ledger_id(), third.entry_id(), RecordId(session, 0, 2))
-        assert not _holds(raw, topic, third.ledger_id(), third.entry_id(), RecordId(session, 0, 3))
-        assert not _holds(raw, topic, third.ledger_id(), third.entry_id() + 10, RecordId(session, 0, 2))
+        assert holds(raw, topic, third.ledger_id(), third.entry_id(), RecordId(session, 0, 2))
+        assert not holds(raw, topic, third.ledger_id(), third.entry_id(), RecordId(session, 0, 3))
+        assert not holds(raw, topic, third.ledger_id(), third.entry_id() + 10, RecordId(session, 0, 2))
     finally:
         raw.close()
 

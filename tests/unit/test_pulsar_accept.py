@@ -12,9 +12,11 @@ import pytest
 
 from hotstandby.adapters.pulsar.adapter import encode_identity
 from hotstandby.adapters.pulsar.consumer import Consumer
+from hotstandby.adapters.pulsar.handed import HandedOut
 from hotstandby.adapters.pulsar.subscription import SubscriptionState
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.failover.identity import HEADER, RecordId
+from hotstandby.failover.switch_gate import SwitchGate
 
 TOPIC = "persistent://public/default/t"
 
@@ -81,9 +83,9 @@ def consumer() -> Iterator[Consumer]:
     state = SubscriptionState(ConfigCenter(MemoryStore(), "/t"), TOPIC, "s", "me")
     made = Consumer.__new__(Consumer)  # the receiving logic alone, without a client
     made._state, made._lock, made._topic = state, state.lock, TOPIC
-    made._handed, made._left, made._inner, made._track_origins = {}, [], _Broker(), False
+    made._out, made._inner, made._track_origins = HandedOut(), _Broker(), False
     made._held, made._slot, made._cumulative = [], None, False
-    made._switching, made._closed, made._switched = False, False, threading.Condition(state.lock)
+    made._gate, made._closed = SwitchGate(threading.RLock()), False  # the client's gate, on the client's lock
     yield made
     state.close()
 
@@ -156,10 +158,10 @@ def test_a_message_received_while_a_switch_fails_is_handed_out_afterwards(consum
     """receive() got it from the consumer in use just as a switch began: not handed out then,
     not dropped either — the switch fails, the old cluster stays, and it comes next."""
     msg = _Message(RecordId(bytes(16), 0, 9), 1, 9)
+    consumer._gate.close()
     with consumer._lock:
-        consumer._switching = True
         consumer._hold(consumer._inner, [msg])
     assert consumer._take_held() is None, "not while switching"
-    consumer.resume()
+    consumer._gate.open()  # the switch failed
     assert consumer._take_held() is msg
     assert consumer._take_held() is None

@@ -9,12 +9,12 @@ milliseconds, and it skips the records instead of delivering them again.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from urllib.parse import unquote
 
-from hotstandby.configcenter import ConfigCenter, Event
-from hotstandby.errors import ConfigCenterError, FormatError
+from hotstandby.configcenter import ConfigCenter, Event, KeyValue
+from hotstandby.configcenter.prefix_watch import PrefixWatch
+from hotstandby.errors import FormatError
 from hotstandby.failover.ledger.ledger import LedgerDocument, PartitionLedger
 from hotstandby.logs import get_logger
 
@@ -27,23 +27,31 @@ OnLedger = Callable[[str, int, PartitionLedger], None]
 
 class LedgerFollower:
     """Calls ``on_ledger(topic, partition, ledger)`` for every stored ledger of ``group``:
-    once for each at the start, then on every change. Reconnects after errors."""
+    once for each at the start, then on every change (the config center's
+    :class:`~hotstandby.configcenter.prefix_watch.PrefixWatch`: it resumes where it was after
+    etcd trouble, and reads them all again only after a compaction)."""
 
     def __init__(self, center: ConfigCenter, group: str, on_ledger: OnLedger, *, name: str = "ledgers") -> None:
         self._center = center
         self._prefix = center.keys.ledger(group, "", 0).rsplit("/", 2)[0] + "/"
         self._on_ledger = on_ledger
-        self._stopped = threading.Event()
-        self._revision = 0
-        self._thread = threading.Thread(target=self._run, name=f"hotstandby-{name}", daemon=True)
+        self._name = name
+        self._watch: PrefixWatch | None = None
 
     def start(self) -> None:
-        self._thread.start()
+        self._watch = self._center.follow_prefix(self._prefix, self._on_snapshot, self._on_event, name=self._name)
 
     def close(self, timeout: float = 5.0) -> None:
-        self._stopped.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        if self._watch is not None:
+            self._watch.stop(timeout)
+
+    def _on_snapshot(self, kvs: list[KeyValue], initial: bool) -> None:
+        for kv in kvs:
+            self._apply(kv.key, kv.value)
+
+    def _on_event(self, event: Event) -> None:
+        if event.type == "put":
+            self._apply(event.key, event.value)
 
     def _apply(self, key: str, value: bytes) -> None:
         try:
@@ -52,25 +60,3 @@ class LedgerFollower:
             self._on_ledger(unquote(topic), int(partition), doc.ledger)
         except (ValueError, FormatError) as exc:
             log.warning("ledger.unreadable", key=key, error=str(exc))
-
-    def _run(self) -> None:
-        store = self._center.store
-        while not self._stopped.is_set():
-            stream = None
-            try:
-                kvs, self._revision = store.get_prefix(self._prefix)
-                for kv in kvs:
-                    self._apply(kv.key, kv.value)
-                stream = store.watch_prefix(self._prefix, self._revision + 1)
-                while not self._stopped.is_set():
-                    events: list[Event] = stream.get(timeout=0.5)
-                    for event in events:
-                        self._revision = event.mod_revision
-                        if event.type == "put":
-                            self._apply(event.key, event.value)
-            except ConfigCenterError as exc:  # includes a compacted revision: read everything again
-                log.warning("ledger.follow_interrupted", prefix=self._prefix, error=str(exc))
-                self._stopped.wait(1.0)
-            finally:
-                if stream is not None:
-                    stream.cancel()

@@ -1,0 +1,25 @@
+"""How a Pulsar consumer or reader waits for a message: in short slices, so that a switch can
+swap the pulsar-client object it waits on in between."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+__all__ = ["SLICE_MS", "slices_ms"]
+
+SLICE_MS = 100  # the longest single wait
+
+
+def slices_ms(timeout_millis: int | None) -> Iterator[int]:
+    """Waits in milliseconds (1 to :data:`SLICE_MS`) adding up to ``timeout_millis`` (None or
+    negative: no limit); the caller raises its timeout when they run out."""
+    if timeout_millis is None or timeout_millis < 0:
+        while True:
+            yield SLICE_MS
+    deadline = time.monotonic() + timeout_millis / 1000
+    while True:
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        if left_ms < 0:
+            return
+        yield max(min(SLICE_MS, left_ms), 1)
