@@ -117,7 +117,8 @@ class Consumer(RouteClient):
 
     @property
     def _spec(self) -> ClusterSpec:  # RouteClient's cluster in use
-        return self._state.spec
+        spec: ClusterSpec = self._state.spec
+        return spec
 
     @_spec.setter
     def _spec(self, spec: ClusterSpec) -> None:
@@ -126,7 +127,8 @@ class Consumer(RouteClient):
     @property
     def switches(self) -> int:
         """Switches completed."""
-        return self._switch.switches
+        done: int = self._switch.switches
+        return done
 
     def _merge_stored(self, topic: str, partition: int, ledger: PartitionLedger) -> None:
         """Acknowledgements stored by any member (ourselves included) join our filter."""
@@ -156,7 +158,7 @@ class Consumer(RouteClient):
                 s.ledgers.store(set())
             # Fast path: records fetched already, none of the waits below needed.
             if not s.gate.closed and assignments.holding_since is None:
-                out = fetcher.buffered()
+                out: Message | None = fetcher.buffered()
                 if out is not None:
                     return out
         for wait in wait_slices(timeout):
@@ -200,20 +202,27 @@ class Consumer(RouteClient):
         partition up to it, or the given offsets. Ledger first (in the config center), then the
         broker's offsets."""
         with self._state.lock:
+            committed: list[TopicPartition] | None
             if message is None and offsets is None:
-                return self._committer.commit_processed(asynchronous=asynchronous)
-            return self._committer.commit(self._committer.positions(message, offsets), asynchronous=asynchronous)
+                committed = self._committer.commit_processed(asynchronous=asynchronous)
+            else:
+                committed = self._committer.commit(
+                    self._committer.positions(message, offsets), asynchronous=asynchronous
+                )
+            return committed
 
     # -- the rest of the confluent_kafka surface ------------------------------------------
 
     @property
     def filtered(self) -> int:
         """Records not handed out because they were acknowledged (or in flight) already."""
-        return self._state.acks.filtered
+        count: int = self._state.acks.filtered
+        return count
 
     def assignment(self) -> list[TopicPartition]:
         with self._state.lock:
-            return self._assignments.logical_partitions(self._state.inner.assignment())
+            partitions: list[TopicPartition] = self._assignments.logical_partitions(self._state.inner.assignment())
+            return partitions
 
     def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
         """Committed offsets of the physical partitions behind the given logical ones."""

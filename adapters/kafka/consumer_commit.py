@@ -64,7 +64,8 @@ class Committer:
             # Offsets name physical partitions: the logical topic's own ("orders") or a remote
             # copy ("kafka-b.orders"); commit(message=...) picks the right one by itself.
             return {(tp.topic, tp.partition): tp.offset for tp in offsets}
-        return acks.next_positions()
+        everything: dict[Slot, int] = acks.next_positions()
+        return everything
 
     def commit_processed(self, *, asynchronous: bool) -> list[TopicPartition] | None:
         """Commit what was marked processed (what ``poll`` returned, with auto offset store)."""

@@ -9,14 +9,20 @@ from typing import Any
 
 from confluent_kafka import Message, TopicPartition
 
-from hotstandby.adapters.kafka.consumer_state import ConsumerState, LogicalMessage, Slot, log
+from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
 from hotstandby.errors import FormatError
 from hotstandby.failover.identity import HEADER, RecordId
 
-__all__ = ["Fetcher", "record_id"]
+__all__ = ["Fetcher", "LogicalMessage", "record_id"]
 
 # Records fetched from librdkafka per call: one call per record costs more than our filter.
 _FETCH_BATCH = 500
+
+
+class LogicalMessage(Message):
+    """A message under its logical topic name, remembering the physical topic it came from."""
+
+    physical_topic: str
 
 
 def record_id(

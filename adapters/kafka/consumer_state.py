@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer as RawConsumer
-from confluent_kafka import Message
 
 from hotstandby.adapters.kafka.ledgers import Ledgers
 from hotstandby.configcenter.documents import ClusterSpec
@@ -26,17 +25,11 @@ from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.logs import Seldom, get_logger
 
-__all__ = ["ConsumerState", "LogicalMessage", "Slot"]
+__all__ = ["ConsumerState", "Slot"]
 
 log = get_logger("hotstandby.kafka.consumer")
 
 Slot = tuple[str, int]  # (physical topic, partition)
-
-
-class LogicalMessage(Message):
-    """A message under its logical topic name, remembering the physical topic it came from."""
-
-    physical_topic: str
 
 
 class ConsumerState:
