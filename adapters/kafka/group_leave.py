@@ -33,7 +33,7 @@ from hotstandby.errors import ConfigCenterError
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.logs import get_logger
 
-__all__ = ["PendingLeaves", "leave_in_turn"]
+__all__ = ["GroupLeaves", "PendingLeaves", "leave_in_turn"]
 
 log = get_logger("hotstandby.kafka.consumer")
 
@@ -132,3 +132,57 @@ def leave_in_turn(
             lock.release()
     if time.monotonic() >= deadline:
         log.warning("consumer.leave_slow", group=group, timeout_s=timeout)
+
+
+class GroupLeaves:
+    """One consumer's leaves and joins of ``group`` on the clusters it moves between: marks its
+    leave as pending, leaves in turn, and joins only once no leave is pending there."""
+
+    def __init__(self, center: ConfigCenter, group: str, *, member: str, timeout_s: float) -> None:
+        self._center = center
+        self.group = group
+        self.member = member
+        self.timeout_s = timeout_s
+
+    def _pending(self, spec: ClusterSpec) -> PendingLeaves:
+        return PendingLeaves(self._center, spec.name, self.group, ttl_s=int(self.timeout_s) + 5)
+
+    def mark(self, spec: ClusterSpec) -> int | None:
+        """Tell members about to join ``spec``'s group that we are leaving it; the lease."""
+        try:
+            return self._pending(spec).mark(self.member)
+        except ConfigCenterError as exc:
+            log.warning("consumer.leave_mark_failed", cluster=spec.name, group=self.group, error=str(exc))
+            return None
+
+    def await_none(self, spec: ClusterSpec) -> None:
+        """Join ``spec``'s group only once no member is leaving it (joins racing leaves can
+        wedge a group on the reference broker: see the module doc)."""
+        started = time.monotonic()
+        try:
+            left = self._pending(spec).wait_none(self.timeout_s)
+        except ConfigCenterError as exc:
+            log.warning("consumer.leaves_unknown", cluster=spec.name, group=self.group, error=str(exc))
+            return
+        waited_ms = round((time.monotonic() - started) * 1000)
+        if left:
+            log.warning("consumer.joining_while_leaving", cluster=spec.name, group=self.group, members=left,
+                        waited_ms=waited_ms)  # fmt: skip
+        elif waited_ms >= 100:
+            log.info("consumer.waited_for_leaves", cluster=spec.name, group=self.group, waited_ms=waited_ms)
+
+    def leave(self, raw: Any, spec: ClusterSpec, marked: int | None) -> None:
+        """Leave ``spec``'s group in turn with the other members, then drop the mark."""
+        center = self._center
+        lock = StoreLock(center.store, center.keys.lock(f"leave/{spec.name}/{self.group}"),
+                         owner=self.member, ttl_s=30)  # fmt: skip
+        leaves = self._pending(spec)
+
+        def harmless() -> None:
+            if marked is not None:
+                leaves.unmark(marked)
+
+        try:
+            leave_in_turn(raw, spec=spec, group=self.group, lock=lock, timeout=self.timeout_s, harmless=harmless)
+        finally:
+            harmless()

@@ -19,6 +19,11 @@ again, and reading restarts at the committed offset) keeps what it handed out be
 aside*: a later acknowledgement through the slot's positions still covers those records, as
 a Kafka commit of a later offset covers every earlier record of its partition. Records
 before a position acknowledged through are covered already and not handed out again.
+
+Positions are the one record of where a consumer is: per slot, the position after the records
+*marked processed* (not acknowledged yet: Kafka's stored offsets, which a commit without
+arguments acknowledges), after those *acknowledged through* (committed), and the last one
+handed out.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ LedgerKey = tuple[str, int]  # (logical topic, partition named by the identity)
 class _Delivered:
     """One slot's records handed out (or filtered), in the order received."""
 
-    __slots__ = ("acked", "entries", "given_back", "logical", "origins", "released")
+    __slots__ = ("acked", "entries", "given_back", "handed", "logical", "origins", "released")
 
     def __init__(self, logical: str) -> None:
         self.logical = logical
@@ -50,6 +55,7 @@ class _Delivered:
         # A record was given back: it comes again at a later position, so the acknowledged
         # prefix no longer tells which records before a position were all processed.
         self.given_back = False
+        self.handed = -1  # the position of the last record handed out (-1: none)
 
 
 class AckTracker:
@@ -59,7 +65,8 @@ class AckTracker:
         self.ledgers: dict[LedgerKey, PartitionLedger] = {}
         self._slots: dict[Slot, _Delivered] = {}
         self._in_flight: dict[str, set[RecordId]] = {}  # per logical topic
-        self._through: dict[Slot, int] = {}  # acknowledged up to (excluded), not yet collected
+        self._through: dict[Slot, int] = {}  # acknowledged up to (excluded)
+        self._processed: dict[Slot, int] = {}  # marked processed up to (excluded)
         # Per slot, the timestamp of the last record of the acknowledged prefix.
         self.last_acked_ts: dict[Slot, int] = {}
         # Per slot, the origin of the newest copy in the acknowledged prefix (see offer); only
@@ -100,6 +107,7 @@ class AckTracker:
                 return False
             flying.add(rid)
         delivered.entries.append((position, rid, timestamp_ms))
+        delivered.handed = position
         return True
 
     def _set_aside(self, slot: Slot) -> _Delivered:
@@ -108,6 +116,7 @@ class AckTracker:
         if old.entries:
             self._aside.setdefault(slot, []).append(old)
         new = self._slots[slot] = _Delivered(old.logical)
+        new.handed = old.handed
         return new
 
     def _flying(self, logical: str) -> set[RecordId]:
@@ -158,6 +167,33 @@ class AckTracker:
         """Every record of ``slot`` before ``next_position`` is processed (a Kafka commit)."""
         if self._through.get(slot, -1) < next_position:
             self._through[slot] = next_position
+
+    def mark_processed(self, slot: Slot, next_position: int) -> None:
+        """Every record of ``slot`` before ``next_position`` is processed, not yet acknowledged
+        (Kafka: the offset stored, for the next commit)."""
+        if self._processed.get(slot, 0) < next_position:
+            self._processed[slot] = next_position
+
+    def mark_filtered_processed(self, slot: Slot, position: int) -> None:
+        """The record at ``position`` was filtered: processed as it is, but marking it covers the
+        records handed out before it — so only once those are marked processed too."""
+        done = self._processed.get(slot, 0)
+        delivered = self._slots.get(slot)
+        if done > (delivered.handed if delivered is not None else -1) and done <= position:
+            self._processed[slot] = position + 1
+
+    def processed_positions(self) -> dict[Slot, int]:
+        """Per slot, the position after the records marked processed."""
+        return dict(self._processed)
+
+    def acknowledged_positions(self) -> dict[Slot, int]:
+        """Per slot, the position after the records acknowledged through (since the last reset)."""
+        return dict(self._through)
+
+    def acknowledge_processed(self) -> None:
+        """Acknowledge every record marked processed."""
+        for slot, next_position in self._processed.items():
+            self.acknowledge_through(slot, next_position)
 
     def acknowledge(self, slot: Slot, position: int) -> None:
         """The record at ``position`` of ``slot`` is processed (a Pulsar individual ack)."""
@@ -272,11 +308,14 @@ class AckTracker:
         """The slots were taken away (a rebalance): what was handed out there and not
         acknowledged may be handed out again — by whoever reads it next. It stays aside: a
         later acknowledgement through a slot's positions covers it (a Kafka commit after the
-        rebalance of a record handed out before it)."""
+        rebalance of a record handed out before it). What was marked processed there is
+        dropped: the next reader marks its own."""
         for slot in slots:
+            self._processed.pop(slot, None)
             if slot not in self._slots:
                 continue
             delivered = self._set_aside(slot)
+            delivered.handed = -1
             in_flight = self._flying(delivered.logical)
             for old in self._aside.get(slot, ()):
                 for _, rid, _ in old.entries:
@@ -329,6 +368,7 @@ class AckTracker:
         self._slots.clear()
         self._in_flight.clear()
         self._through.clear()
+        self._processed.clear()
         self.last_acked_ts.clear()
         self.last_acked_origin.clear()
 

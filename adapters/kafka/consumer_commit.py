@@ -1,0 +1,128 @@
+"""Committing for a Kafka ``Consumer``: acknowledge, store the ledgers, then commit the
+broker's offsets — in that order, so a ledger is never behind the broker.
+
+What a commit acknowledges is what confluent_kafka would commit: the offsets marked processed
+(stored), a message's partition up to that message — also when it was handed out before a
+rebalance — or the given offsets. A message the application got from a cluster the consumer
+has since left is acknowledged by identity (it and the records of its partition handed out
+before it), never by offset: its offset names another record on the new cluster.
+"""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+
+from hotstandby.adapters.kafka.consumer_fetch import Fetcher, record_id
+from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
+from hotstandby.errors import ConfigCenterUnavailable
+
+__all__ = ["Committer"]
+
+
+class Committer:
+    """Acknowledging and committing (see the module doc); auto commit too."""
+
+    def __init__(self, state: ConsumerState, fetcher: Fetcher, *, auto_commit: bool, interval_s: float) -> None:
+        self._s = state
+        self._fetcher = fetcher
+        self.auto_commit = auto_commit
+        self._interval_s = interval_s
+        self._last_auto_commit = time.monotonic()
+
+    def positions(self, message: Message | None, offsets: list[TopicPartition] | None) -> dict[Slot, int]:
+        """What ``commit``/``store_offsets`` with these arguments covers: per physical partition,
+        the offset after it (empty when ``message`` was acknowledged by identity instead)."""
+        acks = self._s.acks
+        if message is not None:
+            physical = str(getattr(message, "physical_topic", None) or message.topic())
+            slot, offset = (physical, message.partition() or 0), message.offset() or 0
+            headers = message.headers()
+            rid = record_id(headers, physical, slot[1], offset) if headers else None
+            timestamp = message.timestamp()[1]
+            if acks.handed_out(slot, offset, rid, timestamp):
+                # Handed out on this cluster, before or after a rebalance: the commit covers it
+                # and the earlier records of its partition, as confluent_kafka's does.
+                return {slot: offset + 1}
+            # Handed out on a cluster this consumer has left: its offset names another record
+            # here, so it (and what it covers there) is acknowledged by identity only.
+            now_ms = self._s.now_ms()
+            left = acks.acknowledge_left_behind(slot, offset, rid, timestamp, now_ms)
+            if left is not None:
+                log.info("consumer.acknowledged_after_switch", topic=physical, partition=slot[1], offset=offset,
+                         cluster=self._s.spec.name)  # fmt: skip
+            elif rid is not None:  # acknowledged already (or from a cluster left before the last)
+                key = acks.acknowledge_identity(str(message.topic()), rid, now_ms)
+                left = {key} if key is not None else set()
+            else:
+                self._s.seldom.info("consumer.ack_without_identity_ignored", topic=physical, partition=slot[1],
+                                    offset=offset, cluster=self._s.spec.name)  # fmt: skip
+            self._s.ledgers.dirty |= left or set()
+            return {}
+        if offsets is not None:
+            # Offsets name physical partitions: the logical topic's own ("orders") or a remote
+            # copy ("kafka-b.orders"); commit(message=...) picks the right one by itself.
+            return {(tp.topic, tp.partition): tp.offset for tp in offsets}
+        everything: dict[Slot, int] = acks.next_positions()
+        return everything
+
+    def commit_processed(self, *, asynchronous: bool) -> list[TopicPartition] | None:
+        """Commit what was marked processed (what ``poll`` returned, with auto offset store)."""
+        self._fetcher.mark_returned_processed()
+        return self.commit(self._s.acks.processed_positions(), asynchronous=asynchronous)
+
+    def maybe_auto_commit(self) -> None:
+        if self.auto_commit and time.monotonic() >= self._last_auto_commit + self._interval_s:
+            self.commit(self._s.acks.processed_positions(), asynchronous=True)
+
+    def commit(self, positions: dict[Slot, int], *, asynchronous: bool = False) -> list[TopicPartition] | None:
+        """Acknowledge, store the ledgers, then commit on the broker. A synchronous commit whose
+        ledgers etcd did not take within its timeout fails as confluent_kafka's does when the
+        broker does not answer (``_TIMED_OUT``); the acknowledgements are kept and stored later.
+        An asynchronous one (auto commit too) never raises: what is not stored is retried."""
+        s = self._s
+        self._last_auto_commit = time.monotonic()
+        for slot, next_offset in positions.items():
+            s.acks.acknowledge_through(slot, next_offset)
+        keys = s.acks.collect(s.now_ms())
+        deadline = None if asynchronous else s.store_deadline()
+        if not s.ledgers.store(keys, deadline=deadline) and deadline is not None:
+            timeout = s.options.settings.etcd_timeout
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT,
+                                            f"commit: the ledger could not be stored in the config center within "
+                                            f"{timeout} s; it is kept and stored later"))  # fmt: skip
+        if not positions:
+            return None
+        offsets = _offsets(positions)
+        # Always asynchronous on the broker: a synchronous commit waits without a limit for a
+        # coordinator, and a dead cluster would hold the client (and its switch) forever. The
+        # ledger already holds the acknowledgement; the broker's offsets only save re-reading,
+        # and the next commit stores them.
+        self._broker_commit(offsets, "consumer.broker_commit_failed")
+        return None if asynchronous else offsets
+
+    def settle(self) -> None:
+        """Before a switch: store every acknowledgement (ledger first), then commit on the old
+        cluster if it answers. With auto commit, what was returned counts as processed; without,
+        what the application did not commit stays unacknowledged (see AckTracker.reset)."""
+        s = self._s
+        if self.auto_commit:
+            self._fetcher.mark_returned_processed()
+            s.acks.acknowledge_processed()
+        keys = s.acks.collect(s.now_ms()) | s.ledgers.owned
+        if not s.ledgers.store(keys, deadline=s.store_deadline()):
+            raise ConfigCenterUnavailable("the ledgers could not be stored before the switch; it is retried")
+        acknowledged = s.acks.acknowledged_positions()
+        if acknowledged:  # the ledger holds them; the old cluster may be gone
+            self._broker_commit(_offsets(acknowledged), "consumer.commit_failed")
+
+    def _broker_commit(self, offsets: list[TopicPartition], failed_event: str) -> None:
+        try:
+            self._s.inner.commit(offsets=offsets, asynchronous=True)
+        except KafkaException as exc:
+            log.warning(failed_event, cluster=self._s.spec.name, error=str(exc))
+
+
+def _offsets(positions: dict[Slot, int]) -> list[TopicPartition]:
+    return [TopicPartition(t, p, o) for (t, p), o in sorted(positions.items())]

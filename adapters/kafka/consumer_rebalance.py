@@ -1,0 +1,196 @@
+"""Rebalances of a Kafka ``Consumer``: what it subscribes to, what the group assigns it, and
+what it may read of that.
+
+* ``subscribe(["orders"])`` subscribes, on the cluster in use, to ``orders`` and every remote
+  copy of it there (``kafka-b.orders`` on kafka-a under MM2's default policy).
+* A partition's ledger is claimed when the partition is assigned (a higher generation fences
+  the previous owner's writes); until the claim succeeds (etcd unreachable) nothing of that
+  partition is handed out.
+* After a switch each partition assigned for the first time starts at its translated position
+  (``start_positions``).
+* A consumer that starts while other members of its group are still on an older epoch
+  (draining the old cluster) *holds*: it hands nothing out until they have stored their ledgers
+  (or twice the drain timeout passed), then merges them.
+* A revoked partition's processed records are committed (auto commit); what was handed out
+  there stays aside for a later ``commit(message=...)``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+from hotstandby.adapters.kafka.consumer_commit import Committer
+from hotstandby.adapters.kafka.consumer_fetch import Fetcher
+from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
+from hotstandby.adapters.kafka.start_positions import StartPositions
+from hotstandby.adapters.kafka.topic_map import physical_topics
+from hotstandby.configcenter.documents import Link
+from hotstandby.errors import ConfigCenterError
+
+__all__ = ["Assignments", "Rebalance"]
+
+# A group join takes seconds (23 s on the reference broker with librdkafka's defaults).
+_JOIN_WARNING_S = 60.0
+
+Rebalance = Callable[[Any, list[TopicPartition]], None]
+
+
+class Assignments:
+    """Subscription, assignment and holding of one consumer (see the module doc)."""
+
+    def __init__(self, state: ConsumerState, fetcher: Fetcher, committer: Committer, facade: object) -> None:
+        self._s = state
+        self._fetcher = fetcher
+        self._committer = committer
+        self._facade = facade  # what the application's rebalance callbacks get as the consumer
+        self._on_assign: Rebalance | None = None
+        self._on_revoke: Rebalance | None = None
+        self._unassigned_since: float | None = None  # subscribed, no partitions assigned yet
+        self._starts: StartPositions | None = None  # after a switch: where each partition starts
+        self._started: set[Slot] = set()
+        self.holding_since: float | None = time.monotonic()
+        self._last_peer_check = 0.0
+
+    # -- subscribing ----------------------------------------------------------------------
+
+    def subscribe(self, topics: list[str], on_assign: Rebalance | None, on_revoke: Rebalance | None,
+                  links: dict[tuple[str, str], Link]) -> None:  # fmt: skip
+        self._s.topics = topics
+        self._on_assign, self._on_revoke = on_assign, on_revoke
+        self.resubscribe(links)
+
+    def resubscribe(self, links: dict[tuple[str, str], Link]) -> None:
+        """Subscribe the raw consumer in use to the topics and their remote copies there."""
+        s = self._s
+        prefixes = []
+        for other in s.follower.route.clusters:
+            link = links.get((other, s.spec.name))
+            if other != s.spec.name and link is not None and link.policy == "prefix":
+                prefixes.append(f"{other}{link.separator}")
+        s.logical = physical_topics(s.topics, prefixes)
+        self._unassigned_since = time.monotonic()
+        s.inner.subscribe(sorted(s.logical), on_assign=self._assigned, on_revoke=self._revoked)
+
+    def restart(self, starts: StartPositions) -> None:
+        """A switch: partitions assigned from now on start where ``starts`` says."""
+        self._starts = starts
+        self._started.clear()
+
+    def logical_partitions(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        seen = {(self._s.logical_of(tp.topic), tp.partition) for tp in partitions}
+        return [TopicPartition(t, p) for t, p in sorted(seen)]
+
+    # -- the group's callbacks ------------------------------------------------------------
+
+    def _assigned(self, inner: Any, partitions: list[TopicPartition]) -> None:
+        s = self._s
+        if inner is not s.inner or s.closing:
+            return  # the consumer of a cluster we left, or we are closing
+        self._unassigned_since = None
+        if self._starts is not None:
+            self._place(partitions)
+        if self._starts is not None or self.holding_since is not None:
+            inner.assign(partitions)
+        if self.holding_since is not None:
+            inner.pause(partitions)
+        s.ledgers.claim({(s.logical_of(tp.topic), tp.partition) for tp in partitions})
+        if s.ledgers.unclaimed:
+            # Nothing of a partition is handed out before its ledger is claimed (etcd is
+            # unreachable): the previous owner's acknowledgements may be missing from ours.
+            if self._starts is None and self.holding_since is None:
+                inner.assign(partitions)
+            inner.pause(self._unclaimed(partitions))
+        if self._on_assign:
+            self._on_assign(self._facade, self.logical_partitions(partitions))
+
+    def _revoked(self, inner: Any, partitions: list[TopicPartition]) -> None:
+        s = self._s
+        if inner is not s.inner or s.closing:
+            return  # a cluster we left, or we are closing: the acknowledgements are stored already
+        if self._on_revoke:
+            # First, so that what the application commits there is kept too.
+            self._on_revoke(self._facade, self.logical_partitions(partitions))
+        if self._committer.auto_commit:  # what was processed on these partitions is kept
+            self._committer.commit(s.acks.processed_positions(), asynchronous=True)
+        gone = {(tp.topic, tp.partition) for tp in partitions}
+        # What was handed out there stays aside: a later commit(message=...) still covers it.
+        s.acks.forget(gone)
+        self._fetcher.drop(gone)
+        # A logical partition stays owned while another of its physical topics is still assigned.
+        still = {(s.logical_of(t), p) for t, p in {(tp.topic, tp.partition) for tp in s.inner.assignment()} - gone}
+        s.ledgers.release({(s.logical_of(t), p) for t, p in gone} - still)
+
+    def _place(self, partitions: list[TopicPartition]) -> None:
+        """Set the start offset of partitions assigned for the first time since the switch."""
+        assert self._starts is not None
+        for tp in partitions:
+            slot = (tp.topic, tp.partition)
+            if slot in self._started:
+                continue
+            self._started.add(slot)
+            proposal = self._starts.choose(tp.topic, tp.partition, self._s.logical_of(tp.topic))
+            if proposal is not None:
+                tp.offset = proposal.position
+                log.info("consumer.start_position", cluster=self._s.spec.name, topic=tp.topic,
+                         partition=tp.partition, offset=proposal.position, strategy=proposal.strategy,
+                         detail=proposal.detail)  # fmt: skip
+
+    # -- before reading -------------------------------------------------------------------
+
+    def _unclaimed(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        unclaimed = self._s.ledgers.unclaimed
+        return [tp for tp in partitions if (self._s.logical_of(tp.topic), tp.partition) in unclaimed]
+
+    def _resume_claimed(self) -> None:
+        inner = self._s.inner
+        assignment = inner.assignment()
+        unclaimed = {(tp.topic, tp.partition) for tp in self._unclaimed(assignment)}
+        inner.resume([tp for tp in assignment if (tp.topic, tp.partition) not in unclaimed])
+
+    def before_fetch(self) -> None:
+        """Release what may be read now: partitions once no peer is behind, ledgers claimed late."""
+        if self.holding_since is not None:
+            self._check_peers()
+        if self._s.ledgers.unclaimed and self._s.ledgers.retry_claims() and self.holding_since is None:
+            # Claimed the ledgers etcd did not let us claim at the assignment: resume them.
+            self._resume_claimed()
+
+    def _check_peers(self) -> None:
+        """While holding: release once no other member is behind (or the drain timeout passed),
+        after merging the stored ledgers of our partitions."""
+        assert self.holding_since is not None
+        s = self._s
+        now = time.monotonic()
+        if now - self._last_peer_check < 0.1:
+            return
+        self._last_peer_check = now
+        try:
+            behind = s.follower.await_peers(s.follower.route, 0, group=s.group)
+            loaded = {key: s.ledger_store.load(s.group, *key).ledger for key in sorted(s.ledgers.owned)}
+        except ConfigCenterError as exc:  # etcd unreachable: keep holding, ask again later
+            log.info("consumer.peers_unknown", group=s.group, error=str(exc))
+            self._last_peer_check = now + 0.9
+            return
+        # A peer drains for at most the drain timeout, then stores its ledgers at once.
+        timed_out = now - self.holding_since > 2 * s.options.drain_timeout_ms / 1000
+        if behind and not timed_out:
+            return
+        if behind:
+            log.warning("consumer.peers_behind", group=s.group, clients=behind, epoch=s.follower.route.epoch)
+        for key, ledger in loaded.items():
+            s.acks.merge(key, ledger)
+        self.holding_since = None
+        self._resume_claimed()
+
+    def check_joined(self) -> None:
+        """Say so, once per subscription, when the group gave us no partitions for long: a
+        group that cannot form (a broker fault) would otherwise look like an idle topic."""
+        since = self._unassigned_since
+        if since is not None and time.monotonic() - since > _JOIN_WARNING_S:
+            self._unassigned_since = None
+            log.warning("consumer.no_assignment", cluster=self._s.spec.name, group=self._s.group,
+                        waited_s=_JOIN_WARNING_S, topics=sorted(self._s.logical))  # fmt: skip

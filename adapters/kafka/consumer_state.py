@@ -1,0 +1,83 @@
+"""What the parts of a Kafka ``Consumer`` share, in one place: the cluster in use and its raw
+consumer, the topics, the ack tracker (every position: handed out, processed, acknowledged)
+and the ledgers, under one lock.
+
+The parts — fetching (``consumer_fetch``), committing (``consumer_commit``), rebalances
+(``consumer_rebalance``) and the switch (``consumer_switch``) — each keep only their own
+bookkeeping and reach this state; the public class (``consumer``) delegates to them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer as RawConsumer
+
+from hotstandby.adapters.kafka.ledgers import Ledgers
+from hotstandby.configcenter.documents import ClusterSpec
+from hotstandby.failover.ack_tracker import AckTracker
+from hotstandby.failover.client_options import ClientOptions
+from hotstandby.failover.follower import RouteFollower
+from hotstandby.failover.ledger.store import LedgerStore
+from hotstandby.failover.switch_gate import SwitchGate
+from hotstandby.logs import Seldom, get_logger
+
+__all__ = ["ConsumerState", "Slot"]
+
+log = get_logger("hotstandby.kafka.consumer")
+
+Slot = tuple[str, int]  # (physical topic, partition)
+
+
+class ConsumerState:
+    """The one place a consumer's state lives (see the module doc)."""
+
+    inner: RawConsumer  # the raw consumer of the cluster in use
+    spec: ClusterSpec  # the cluster in use
+
+    def __init__(
+        self,
+        *,
+        options: ClientOptions,
+        group: str,
+        follower: RouteFollower,
+        ledger_store: LedgerStore,
+        raw_config: dict[str, Any],
+        raw_kwargs: dict[str, Any],
+        clock: Callable[[], float],
+    ) -> None:
+        self.options = options
+        self.group = group
+        self.follower = follower
+        self.ledger_store = ledger_store
+        self._raw_config = raw_config
+        self._raw_kwargs = raw_kwargs
+        self._clock = clock
+        # Entered on every poll: the RLock itself (C); the gate's condition only to wait for a switch.
+        self.lock = threading.RLock()
+        self.gate = SwitchGate(self.lock)
+        self.topics: list[str] = []
+        self.logical: dict[str, str] = {}  # physical topic -> logical topic
+        self.acks = AckTracker()  # ledgers, records handed out, every position
+        self.ledgers = Ledgers(ledger_store, self.acks, group=group, owner=options.client_id)
+        self.seldom = Seldom(log)  # events that can happen per record
+        self.closing = False
+
+    def connect(self, spec: ClusterSpec) -> RawConsumer:
+        """A raw consumer of ``spec``: the cluster's client overrides, then the user's config."""
+        config = {"auto.offset.reset": "earliest", **spec.client_config("consumer"), **self._raw_config}
+        return RawConsumer({**config, "bootstrap.servers": spec.url}, **self._raw_kwargs)
+
+    def now_ms(self) -> int:
+        """Wall-clock milliseconds, for acknowledgement times in the ledgers (their age GC)."""
+        return int(self._clock() * 1000)
+
+    def logical_of(self, physical: str) -> str:
+        return self.logical.get(physical, physical)
+
+    def store_deadline(self) -> float:
+        """When a store that must succeed (a synchronous commit, a switch, close) gives up."""
+        return time.monotonic() + self.options.settings.etcd_timeout
