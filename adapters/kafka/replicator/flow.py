@@ -31,12 +31,12 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka.mm2.codec import OffsetSync
-from hotstandby.adapters.kafka.mm2.progress import decode_progress, encode_progress
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncEmitter
-from hotstandby.adapters.kafka.read_partition import read_to_end
 from hotstandby.adapters.kafka.replicator.config import FlowConfig
+from hotstandby.adapters.kafka.replicator.every import Every
 from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, coordinates, ensure_topics, flush
 from hotstandby.adapters.kafka.replicator.mm2_tasks import CheckpointTask, HeartbeatTask
+from hotstandby.adapters.kafka.replicator.progress_log import TP, ProgressLog
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.flow_status import FlowStatus
 
@@ -50,23 +50,6 @@ _TIMEOUT = 10.0
 _FLUSH_TIMEOUT = 10.0
 _STATUS_EVERY = 1.0
 _MAX_BACKOFF = 5.0
-
-TP = tuple[str, int]
-
-
-class _Every:
-    """Is a periodic task due?"""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._last = 0.0
-
-    def due(self) -> bool:
-        now = time.monotonic()
-        if now - self._last >= self.seconds:
-            self._last = now
-            return True
-        return False
 
 
 class KafkaFlow:
@@ -104,12 +87,13 @@ class KafkaFlow:
         self.emitter = OffsetSyncEmitter(config.offset_lag_max)
         self.checkpoints = CheckpointTask(config, self._source_admin, self._target, self.status)
         self.heartbeats = HeartbeatTask(config, self._target, self.status)
-        self.progress: dict[TP, int] = {}  # last upstream offset handled and acknowledged
         self.topic_ids: dict[str, str] = {}  # source topic -> its id, to notice a re-created topic
         self.partitions: dict[str, int] = {}  # replicated source topic -> partition count
         self._caught_up_at = time.time()
         self._backoff = 0.0
         self._stop = threading.Event()
+        self._log = ProgressLog(config, self._stop)
+        self.progress = self._log.positions  # last upstream offset handled and acknowledged
 
     def _new_target_producer(self) -> Producer:
         dst = self.config.target
@@ -148,26 +132,12 @@ class KafkaFlow:
             self._target_admin, target_topics, compacted=[t for t in target_topics if t != self.heartbeats.topic]
         )
 
-    def _load_progress(self) -> None:
-        target = {
-            **self.config.target.consumer,
-            "bootstrap.servers": self.config.target.bootstrap,
-            "group.id": "__hs-read",
-        }
-        for msg in read_to_end(target, self.config.progress_topic):
-            decoded = decode_progress(msg.key() or b"", msg.value(), self.config.source.alias)
-            if decoded is None:
-                continue
-            tp, offset = decoded
-            if offset is None:
-                self.progress.pop(tp, None)
-            else:
-                self.progress[tp] = offset
-
     def start(self) -> None:
         self._internal_topics()
-        self._load_progress()
-        self._forget_progress_past_the_end()
+        self._log.load()
+        for topic, partitions in self._log.past_the_end(self._consumer_config).items():
+            log.warning("replicator.progress_past_source_end", flow=self.config.name, topic=topic)
+            self._forget_progress(topic, partitions)
         self.checkpoints.start()
         self._refresh_topics()
         self.status.state = "running"
@@ -231,34 +201,10 @@ class KafkaFlow:
         return out
 
     def _forget_progress(self, topic: str, partitions: int) -> None:
-        """Start ``topic`` over: tombstones for its positions (readers of the position, like the
-        SDK's producer, stop trusting them), sync state dropped."""
+        """Start ``topic`` over: its positions and sync state dropped."""
         for p in range(partitions):
-            self.progress.pop((topic, p), None)
             self.emitter.forget(topic, p)
-            key, _ = encode_progress(self.config.source.alias, topic, p, 0)
-            self._target.produce(self.config.progress_topic, key=key, value=None, partition=0)
-        if flush(self._target, _FLUSH_TIMEOUT, self._stop) > 0:
-            raise ReplicationError("progress tombstones not acknowledged")
-
-    def _forget_progress_past_the_end(self) -> None:
-        """At start: a position past the source's end offset is from before the source came back
-        empty (the reference broker would wait at it instead of reporting it out of range)."""
-        probe = Consumer({**self._consumer_config, "group.id": "__hs-read"})
-        try:
-            stale: dict[str, int] = {}
-            for (topic, partition), done in sorted(self.progress.items()):
-                try:
-                    _, high = probe.get_watermark_offsets(TopicPartition(topic, partition), timeout=_TIMEOUT / 2)
-                except KafkaException:
-                    continue  # gone or not answering: the refresh handles topics that are gone
-                if done + 1 > high:
-                    stale[topic] = max(stale.get(topic, 0), partition + 1)
-        finally:
-            probe.close()
-        for topic, partitions in stale.items():
-            log.warning("replicator.progress_past_source_end", flow=self.config.name, topic=topic)
-            self._forget_progress(topic, partitions)
+        self._log.forget(self._target, topic, partitions)
 
     def _rewind(self) -> None:
         """Back to the last acknowledged progress of every partition (after a failure), with a
@@ -317,7 +263,7 @@ class KafkaFlow:
             raise ReplicationError(f"target did not acknowledge the batch: {failures[:3] or 'flush timed out'}")
         for tp, upstream, downstream in sorted(delivered, key=lambda d: (d[0], d[1])):
             self.emitter.record_written(tp[0], tp[1], upstream, downstream)
-        self._commit_progress(handled)
+        self._log.commit(self._target, handled)
         self.status.records_copied += len(delivered)
         self.status.records_skipped += skipped
         for (topic, _), _, _ in delivered:
@@ -334,14 +280,6 @@ class KafkaFlow:
                 if time.monotonic() > deadline:
                     raise ReplicationError("target producer queue stayed full") from None
                 self._target.poll(0.05)
-
-    def _commit_progress(self, handled: dict[TP, int]) -> None:
-        for (topic, partition), offset in handled.items():
-            key, value = encode_progress(self.config.source.alias, topic, partition, offset)
-            self._target.produce(self.config.progress_topic, key=key, value=value, partition=0)
-        if handled and flush(self._target, _FLUSH_TIMEOUT, self._stop) > 0:
-            raise ReplicationError("progress not acknowledged")
-        self.progress.update(handled)
 
     def _send_offset_syncs(self) -> None:
         """Write due syncs without waiting (MM2 does too); failed ones are queued again."""
@@ -398,9 +336,9 @@ class KafkaFlow:
         self._stop = stop
         self.checkpoints.stop = self.heartbeats.stop = stop
         intervals = self.config.intervals
-        refresh, flush = _Every(intervals.refresh_topics), _Every(intervals.offset_flush)
-        heartbeat, checkpoint = _Every(intervals.emit_heartbeats), _Every(intervals.emit_checkpoints)
-        report = _Every(_STATUS_EVERY)
+        refresh, flush = Every(intervals.refresh_topics), Every(intervals.offset_flush)
+        heartbeat, checkpoint = Every(intervals.emit_heartbeats), Every(intervals.emit_checkpoints)
+        report = Every(_STATUS_EVERY)
         started = False
         while not stop.is_set():
             try:
