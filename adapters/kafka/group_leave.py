@@ -28,7 +28,9 @@ from confluent_kafka.admin import AdminClient
 from hotstandby.adapters.kafka.admin_clients import shared_admin
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
-from hotstandby.configcenter.lock import StoreLock
+from hotstandby.configcenter.leased import LeasedKey, leased_values
+from hotstandby.configcenter.lock import StoreLock, center_lock
+from hotstandby.configcenter.polling import wait_until
 from hotstandby.errors import ConfigCenterError
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.logs import get_logger
@@ -46,32 +48,34 @@ class PendingLeaves:
     leaving stops counting after ``ttl_s``)."""
 
     def __init__(self, center: ConfigCenter, cluster: str, group: str, *, ttl_s: int = 30) -> None:
-        self._store = center.store
+        self._center = center
         self._prefix = center.keys.lock(f"leaving/{quote(cluster, safe='')}/{quote(group, safe='')}/")
         self._ttl_s = ttl_s
 
-    def mark(self, member: str) -> int:
-        """``member`` will leave; returns the lease to pass to :meth:`unmark` once it left."""
-        lease = self._store.grant_lease(self._ttl_s)
-        self._store.put(self._prefix + quote(member, safe=""), b"", lease=lease)
-        return lease
+    def mark(self, member: str) -> LeasedKey:
+        """``member`` will leave; returns the mark to pass to :meth:`unmark` once it left."""
+        mark = LeasedKey(self._center, self._prefix + quote(member, safe=""), ttl_s=self._ttl_s)
+        mark.write(b"")
+        return mark
 
-    def unmark(self, lease: int) -> None:
+    def unmark(self, mark: LeasedKey) -> None:
         with contextlib.suppress(ConfigCenterError):  # it expires on its own after the TTL
-            self._store.revoke_lease(lease)
+            mark.release()
 
     def pending(self) -> list[str]:
-        found, _ = self._store.get_prefix(self._prefix)
+        found = leased_values(self._center, self._prefix)
         return [unquote(kv.key[len(self._prefix) :]) for kv in found]
 
     def wait_none(self, timeout: float) -> list[str]:
         """Wait (at most ``timeout`` s) until no leave is pending; the members still leaving."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = self.pending()
-            if not left or time.monotonic() >= deadline:
-                return left
-            time.sleep(0.1)
+        left: list[str] = []
+
+        def none_left() -> bool:
+            left[:] = self.pending()
+            return not left
+
+        wait_until(none_left, timeout, first=0.05, most=0.2)
+        return left
 
 
 def _settled(admin: AdminClient, spec: ClusterSpec, group: str) -> bool | None:
@@ -147,7 +151,7 @@ class GroupLeaves:
     def _pending(self, spec: ClusterSpec) -> PendingLeaves:
         return PendingLeaves(self._center, spec.name, self.group, ttl_s=int(self.timeout_s) + 5)
 
-    def mark(self, spec: ClusterSpec) -> int | None:
+    def mark(self, spec: ClusterSpec) -> LeasedKey | None:
         """Tell members about to join ``spec``'s group that we are leaving it; the lease."""
         try:
             return self._pending(spec).mark(self.member)
@@ -171,11 +175,10 @@ class GroupLeaves:
         elif waited_ms >= 100:
             log.info("consumer.waited_for_leaves", cluster=spec.name, group=self.group, waited_ms=waited_ms)
 
-    def leave(self, raw: Any, spec: ClusterSpec, marked: int | None) -> None:
+    def leave(self, raw: Any, spec: ClusterSpec, marked: LeasedKey | None) -> None:
         """Leave ``spec``'s group in turn with the other members, then drop the mark."""
         center = self._center
-        lock = StoreLock(center.store, center.keys.lock(f"leave/{spec.name}/{self.group}"),
-                         owner=self.member, ttl_s=30)  # fmt: skip
+        lock = center_lock(center, f"leave/{spec.name}/{self.group}", owner=self.member, ttl_s=30)
         leaves = self._pending(spec)
 
         def harmless() -> None:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import contextlib
 from types import TracebackType
 
+from hotstandby.configcenter.center import ConfigCenter
 from hotstandby.configcenter.polling import SYSTEM_CLOCK, Clock, wait_until
 from hotstandby.configcenter.store import KVStore
 from hotstandby.errors import ConfigCenterError
 
-__all__ = ["StoreLock"]
+__all__ = ["StoreLock", "center_lock"]
 
 
 class StoreLock:
@@ -50,3 +51,8 @@ class StoreLock:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.release()
+
+
+def center_lock(center: ConfigCenter, name: str, *, owner: str, ttl_s: int = 15) -> StoreLock:
+    """The lock ``<ns>/locks/<name>`` of ``center``."""
+    return StoreLock(center.store, center.keys.lock(name), owner=owner, ttl_s=ttl_s)

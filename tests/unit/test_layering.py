@@ -115,17 +115,6 @@ def test_imports_point_down(module: str) -> None:
     assert not wrong, "\n".join(wrong)
 
 
-# The config center's store is its own: others use ConfigCenter's documents and methods. These
-# modules still reach through ``center.store``; none may be added.
-STORE_USERS_LEFT = {
-    "hotstandby.adapters.kafka.consumer",
-    "hotstandby.adapters.kafka.group_leave",
-    "hotstandby.failover.ledger.follower",
-    "hotstandby.failover.ledger.store",
-    "hotstandby.failover.presence",
-}
-
-
 def _reaches_center_store(node: ast.AST) -> bool:
     if not (isinstance(node, ast.Attribute) and node.attr == "store"):
         return False
@@ -141,4 +130,5 @@ def test_only_the_config_center_uses_its_store() -> None:
         if layer(module) != CONFIGCENTER
         and any(_reaches_center_store(n) for n in ast.walk(ast.parse(path.read_text())))
     }
-    assert users <= STORE_USERS_LEFT, sorted(users - STORE_USERS_LEFT)
+    # The config center's store is its own: others use ConfigCenter's documents and methods.
+    assert not users, sorted(users)

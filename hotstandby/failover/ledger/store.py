@@ -16,8 +16,8 @@ from __future__ import annotations
 import time
 
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.configcenter.store import KeyValue
-from hotstandby.errors import ConcurrentUpdateError, FencedError, ValidationError
+from hotstandby.configcenter.versioned import Versioned, read_versioned, update_versioned
+from hotstandby.errors import FencedError, ValidationError
 from hotstandby.failover.ledger.ledger import LedgerDocument, PartitionLedger
 from hotstandby.logs import get_logger
 
@@ -44,49 +44,62 @@ class LedgerStore:
 
     def load(self, group: str, topic: str, partition: int) -> LedgerDocument:
         """The stored ledger (empty, generation -1, if there is none or it is unreadable)."""
-        return self._read(self.key(group, topic, partition))[1]
+        return self._read(self.key(group, topic, partition))
 
-    def _read(self, key: str) -> tuple[KeyValue | None, LedgerDocument]:
-        kv = self._center.store.get(key)
-        if kv is not None:
+    def _read(self, key: str) -> LedgerDocument:
+        return self._parse(read_versioned(self._center, key))
+
+    @staticmethod
+    def _parse(current: Versioned) -> LedgerDocument:
+        if current.value is not None:
             try:
-                return kv, LedgerDocument.from_json(kv.value, key)
+                return LedgerDocument.from_json(current.value, current.key)
             except ValidationError as exc:
-                log.error("ledger.rejected", key=key, revision=kv.mod_revision, reason=str(exc))
-        return kv, LedgerDocument(PartitionLedger())
+                log.error("ledger.rejected", key=current.key, revision=current.revision, reason=str(exc))
+        return LedgerDocument(PartitionLedger())
 
     def claim(self, group: str, topic: str, partition: int, *, owner: str) -> LedgerDocument:
         """Take a partition's ledger over: store it under the next generation and return it.
         Writes by earlier owners (lower generations) are refused from then on."""
         key = self.key(group, topic, partition)
-        for _ in range(_CAS_ATTEMPTS):
-            kv, stored = self._read(key)
+        written: list[LedgerDocument] = []
+
+        def claimed(current: Versioned) -> bytes:
+            stored = self._parse(current)
             doc = LedgerDocument(stored.ledger, generation=stored.generation + 1, owner=owner, updated_at_ms=_now_ms())
-            if self._center.store.put_if_revision(key, doc.to_json().encode(), kv.mod_revision if kv else 0):
-                log.info("ledger.claimed", key=key, generation=doc.generation, owner=owner, records=len(doc.ledger))
-                return doc
-        raise ConcurrentUpdateError(f"{key}: changed {_CAS_ATTEMPTS} times while claiming; try again")
+            written[:] = [doc]
+            return doc.to_json().encode()
+
+        update_versioned(self._center, key, claimed, attempts=_CAS_ATTEMPTS)
+        doc = written[0]
+        log.info("ledger.claimed", key=key, generation=doc.generation, owner=owner, records=len(doc.ledger))
+        return doc
 
     def save(
         self, group: str, topic: str, partition: int, ledger: PartitionLedger, *, generation: int, owner: str
     ) -> LedgerDocument:
         """Merge ``ledger`` into the stored one under ``generation``; returns what was written."""
         key = self.key(group, topic, partition)
-        for _ in range(_CAS_ATTEMPTS):
-            kv, stored = self._read(key)
+        written: list[tuple[LedgerDocument, LedgerDocument, int]] = []  # (written, stored, dropped)
+
+        def merged(current: Versioned) -> bytes:
+            stored = self._parse(current)
             fenced = stored.generation > generation
-            merged = stored.ledger
-            merged.merge(ledger)
+            ledger_now = stored.ledger
+            ledger_now.merge(ledger)
             now = _now_ms()
-            dropped = merged.gc(self.session_max_age_ms, now)
-            doc = LedgerDocument(merged, generation=stored.generation if fenced else generation,
+            dropped = ledger_now.gc(self.session_max_age_ms, now)
+            doc = LedgerDocument(ledger_now, generation=stored.generation if fenced else generation,
                                  owner=stored.owner if fenced else owner, updated_at_ms=now)  # fmt: skip
-            if self._center.store.put_if_revision(key, doc.to_json().encode(), kv.mod_revision if kv else 0):
-                if fenced:
-                    raise FencedError(
-                        f"{key}: generation {stored.generation} (owner {stored.owner!r}) is newer than ours "
-                        f"({generation}); our acknowledgements were merged"
-                    )
-                log.debug("ledger.flushed", key=key, generation=generation, records=len(merged), dropped=len(dropped))
-                return doc
-        raise ConcurrentUpdateError(f"{key}: changed {_CAS_ATTEMPTS} times while saving; try again")
+            written[:] = [(doc, stored, len(dropped))]
+            return doc.to_json().encode()
+
+        update_versioned(self._center, key, merged, attempts=_CAS_ATTEMPTS)
+        doc, stored, dropped = written[0]
+        if stored.generation > generation:
+            raise FencedError(
+                f"{key}: generation {stored.generation} (owner {stored.owner!r}) is newer than ours "
+                f"({generation}); our acknowledgements were merged"
+            )
+        log.debug("ledger.flushed", key=key, generation=generation, records=len(doc.ledger), dropped=dropped)
+        return doc

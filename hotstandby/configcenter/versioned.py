@@ -1,0 +1,39 @@
+"""Read-merge-write of one key without losing a concurrent update: the value is read with its
+revision and written only if the key still has that revision (compare-and-put); a writer that
+lost the race reads again and merges again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hotstandby.configcenter.center import ConfigCenter
+from hotstandby.errors import ConcurrentUpdateError
+
+__all__ = ["Versioned", "read_versioned", "update_versioned"]
+
+
+@dataclass(frozen=True)
+class Versioned:
+    """A key's value and the revision it was last written at (0: the key does not exist)."""
+
+    key: str
+    value: bytes | None
+    revision: int
+
+
+def read_versioned(center: ConfigCenter, key: str) -> Versioned:
+    kv = center.store.get(key)
+    return Versioned(key, None, 0) if kv is None else Versioned(key, kv.value, kv.mod_revision)
+
+
+def update_versioned(
+    center: ConfigCenter, key: str, change: Callable[[Versioned], bytes], *, attempts: int = 5
+) -> None:
+    """Write ``change(current)`` if nobody wrote ``key`` in between; read and try again up to
+    ``attempts`` times, then :class:`ConcurrentUpdateError`. ``change`` may raise to give up."""
+    for _ in range(attempts):
+        current = read_versioned(center, key)
+        if center.store.put_if_revision(key, change(current), current.revision):
+            return
+    raise ConcurrentUpdateError(f"{key}: changed {attempts} times while updating; try again")
