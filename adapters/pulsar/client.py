@@ -30,10 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 import pulsar
 
+from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
 from hotstandby.failover.client_options import PREFIX, ClientOptions
 from hotstandby.failover.follower import RouteClient, RouteFollower
+from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
@@ -72,7 +74,8 @@ class Client(RouteClient):
     ``etcd``, ``namespace`` and ``client_id`` locate the config center and name the client;
     ``options`` takes further ``hotstandby.*`` settings (docs/configuration.md); everything
     else is passed to ``pulsar.Client`` as is, except the service URL, which is the active
-    cluster's.
+    cluster's. ``center`` (a :class:`ConfigCenter`, left open on close) and ``ledger_store``
+    replace the ones the client would open itself (tests, another store).
     """
 
     def __init__(
@@ -83,6 +86,8 @@ class Client(RouteClient):
         namespace: str | None = None,
         client_id: str | None = None,
         options: Mapping[str, Any] | None = None,
+        center: ConfigCenter | None = None,
+        ledger_store: LedgerStore | None = None,
         **client_kwargs: Any,
     ) -> None:
         config: dict[str, Any] = dict(options or {})
@@ -106,7 +111,8 @@ class Client(RouteClient):
         self._readers: list[Reader] = []
         self._subscriptions: dict[tuple[str, str], SubscriptionState] = {}
         self._closed = False
-        self._follower = RouteFollower(self.options, "pulsar", role="client")
+        self._follower = RouteFollower(self.options, "pulsar", role="client", center=center)
+        self._ledger_store = ledger_store if ledger_store is not None else LedgerStore(self._follower.center)
         self._inner: pulsar.Client
         self._join(self._connect_first, self, self._gate)
 
@@ -215,7 +221,9 @@ class Client(RouteClient):
         with self._lock:
             state = self._subscriptions.get((topic, subscription))
             if state is None:
-                state = SubscriptionState(self._follower.center, topic, subscription, self.options.client_id)
+                state = SubscriptionState(
+                    self._follower.center, topic, subscription, self.options.client_id, store=self._ledger_store
+                )
                 self._subscriptions[(topic, subscription)] = state
             state.users += 1
             return state

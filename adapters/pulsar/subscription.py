@@ -45,7 +45,9 @@ class SubscriptionState:
     """Shared by the consumers of ``subscription`` on ``topic`` of one client; the consumers
     hold :attr:`lock` while they use :attr:`acks`."""
 
-    def __init__(self, center: ConfigCenter, topic: str, subscription: str, owner: str) -> None:
+    def __init__(
+        self, center: ConfigCenter, topic: str, subscription: str, owner: str, *, store: LedgerStore | None = None
+    ) -> None:
         self.topic = topic
         self.subscription = subscription
         self._owner = owner
@@ -57,13 +59,18 @@ class SubscriptionState:
         self._epoch = 0  # switches so far: a position names a message only within one
         self._dirty: set[tuple[str, int]] = set()  # ledgers changed since the last store
         self._broker_acks: list[_BrokerAck] = []  # sent once the ledgers are stored
-        self._store = LedgerStore(center)
+        self._store = store if store is not None else LedgerStore(center)
         self.users = 0
         self._follower = LedgerFollower(center, subscription, self._merge_stored, name=f"ledgers-{subscription}")
         self._follower.start()
         self._stop = threading.Event()
         self._flusher = threading.Thread(target=self._flush_loop, daemon=True, name=f"hotstandby-acks-{subscription}")
         self._flusher.start()
+
+    @property
+    def ledger_store(self) -> LedgerStore:
+        """Where this subscription's ledgers are kept."""
+        return self._store
 
     def reset(self) -> None:
         """A switch: positions and what was handed out belong to the old cluster."""

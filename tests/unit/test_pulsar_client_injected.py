@@ -1,0 +1,36 @@
+"""The Pulsar Client runs on the config center and ledger store it is given: no etcd (its
+endpoint here answers nothing); pulsar-client connects to the broker only when used."""
+
+from __future__ import annotations
+
+import socket
+
+from hotstandby.adapters.pulsar import Client
+from hotstandby.configcenter import ConfigCenter, MemoryStore
+from hotstandby.configcenter.documents import ClusterSpec
+from hotstandby.failover.ledger.store import LedgerStore
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+def test_a_client_uses_the_center_and_ledger_store_passed_in_and_leaves_the_center_open() -> None:
+    center = ConfigCenter(MemoryStore())
+    center.put_cluster(ClusterSpec(name="pulsar-a", kind="pulsar", url=f"pulsar://127.0.0.1:{_closed_port()}"))
+    center.create_route("r", ["pulsar-a"], "pulsar-a")
+    store = LedgerStore(center)
+    client = Client("r", etcd=f"127.0.0.1:{_closed_port()}", center=center, ledger_store=store)
+    try:
+        assert client.cluster == "pulsar-a"
+        state = client.subscription_state("t", "s")
+        try:
+            assert state.ledger_store is store
+        finally:
+            client.release_subscription_state(state)
+    finally:
+        client.close()
+    assert center.route("r").active == "pulsar-a"  # still open: it belongs to the caller
