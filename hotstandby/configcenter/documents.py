@@ -34,10 +34,10 @@ __all__ = [
     "validate_name",
 ]
 
-Kind = Literal["kafka", "pulsar"]
-KINDS: tuple[Kind, ...] = ("kafka", "pulsar")
+Kind = Literal["kafka", "pulsar", "memory"]
+KINDS: tuple[Kind, ...] = ("kafka", "pulsar", "memory")  # memory: the in-memory adapter (tests, simulation)
 _SECRET_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
-_URL_FIELD: dict[str, str] = {"kafka": "bootstrap.servers", "pulsar": "service_url"}
+_URL_FIELD: dict[str, str] = {"kafka": "bootstrap.servers", "pulsar": "service_url", "memory": "bootstrap.servers"}
 Scalar = str | int | float | bool
 
 

@@ -34,20 +34,30 @@ _PROBE_TIMEOUT_S = 2.0  # per broker of the target cluster, before each switch a
 
 class RouteFollower:
     def __init__(
-        self, options: ClientOptions, kind: str, *, role: str = "client", labels: dict[str, str] | None = None
+        self,
+        options: ClientOptions,
+        kind: str,
+        *,
+        role: str = "client",
+        labels: dict[str, str] | None = None,
+        center: ConfigCenter | None = None,
     ) -> None:
         self.options = options
         self.kind = kind
         self.role = role
         self.labels = dict(labels or {})  # published with the presence (a consumer's group)
-        self.center = ConfigCenter.open(options.settings)
+        # A config center passed in stays the caller's (not closed here); default: etcd as
+        # the options say.
+        self._owns_center = center is None
+        self.center = center if center is not None else ConfigCenter.open(options.settings)
         try:
             self.initial_route: Route = self.patiently(lambda: self.center.route(options.route), "reading the route")
             self.initial_cluster: ClusterSpec = self.patiently(
                 lambda: self.cluster(self.initial_route.active), "reading the cluster"
             )
         except BaseException:
-            self.center.close()
+            if self._owns_center:
+                self.center.close()
             raise
         self._watcher: RouteWatcher | None = None
         self.switcher: Switcher | None = None
@@ -178,7 +188,8 @@ class RouteFollower:
             self.switcher.close()
         if self.presence is not None:
             self.presence.close()
-        self.center.close()
+        if self._owns_center:
+            self.center.close()
 
 
 def wait_slices(timeout: float | None) -> Iterator[float]:

@@ -27,12 +27,16 @@ OnLedger = Callable[[str, int, PartitionLedger], None]
 
 class LedgerFollower:
     """Calls ``on_ledger(topic, partition, ledger)`` for every stored ledger of ``group``:
-    once for each at the start, then on every change. Reconnects after errors."""
+    once for each at the start, then on every change. Reconnects after errors, ``retry_s``
+    later (an in-memory store can take a much shorter pause than etcd)."""
 
-    def __init__(self, center: ConfigCenter, group: str, on_ledger: OnLedger, *, name: str = "ledgers") -> None:
+    def __init__(
+        self, center: ConfigCenter, group: str, on_ledger: OnLedger, *, name: str = "ledgers", retry_s: float = 1.0
+    ) -> None:
         self._center = center
         self._prefix = center.keys.ledger(group, "", 0).rsplit("/", 2)[0] + "/"
         self._on_ledger = on_ledger
+        self._retry_s = retry_s
         self._stopped = threading.Event()
         self._revision = 0
         self._thread = threading.Thread(target=self._run, name=f"hotstandby-{name}", daemon=True)
@@ -70,7 +74,7 @@ class LedgerFollower:
                             self._apply(event.key, event.value)
             except ConfigCenterError as exc:  # includes a compacted revision: read everything again
                 log.warning("ledger.follow_interrupted", prefix=self._prefix, error=str(exc))
-                self._stopped.wait(1.0)
+                self._stopped.wait(self._retry_s)
             finally:
                 if stream is not None:
                     stream.cancel()

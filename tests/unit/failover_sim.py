@@ -1,0 +1,201 @@
+"""The failover simulation's world and application, shared by the stateful property test and
+its kept regression schedules: one producer and two consumers of one group (the real core on
+the in-memory adapter), and the bookkeeping that says what was lost or delivered twice.
+
+* *lost*: the producer got a delivery report, and after the schedule (etcd back, dead members
+  expired, everything polled and committed) no consumer ever handed the record out;
+* *duplicated*: a record handed out after the application's commit covering it returned.
+
+A commit covers what confluent-kafka's would for this consumer: the message and the records
+of its partition this consumer handed out before it during the same stay on a cluster.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from hotstandby.adapters.memory.consumer import Consumer
+from hotstandby.adapters.memory.message import Message
+from hotstandby.adapters.memory.producer import Producer
+from hotstandby.adapters.memory.world import World
+from hotstandby.errors import ConfigCenterUnavailable
+from hotstandby.failover.identity import RecordId
+
+TOPIC, GROUP, ROUTE = "t", "g", "r"
+CLUSTERS = ("mem-a", "mem-b")
+OPTIONS = {
+    "hotstandby.route": ROUTE,
+    "hotstandby.etcd.timeout.ms": 20,  # etcd calls fail at once while the store is down
+    # No drain in memory; the peer wait is not needed either: a schedule's next step comes
+    # after every client switched.
+    "hotstandby.drain.timeout.ms": 0,
+    "hotstandby.timestamp.skew.ms": 0,  # the world's clock is exact
+}
+SWITCH_TIMEOUT_S = 5.0
+
+
+class Violation(AssertionError):
+    pass
+
+
+@dataclass
+class App:
+    """One consumer and what its application holds (handed out, not committed)."""
+
+    consumer: Consumer
+    held: list[Message] = field(default_factory=list)
+
+
+class Simulation:
+    def __init__(self) -> None:
+        self.world = World(CLUSTERS)
+        self.world.create_topic(TOPIC, 2)
+        self.world.create_route(ROUTE, CLUSTERS[0])
+        self.active, self.dead = CLUSTERS[0], ""
+        self.etcd_down = False
+        self.produced = 0
+        self.reported: set[RecordId] = set()  # delivery reports: the cluster acknowledged them
+        self.delivered: set[RecordId] = set()
+        self.acked: set[RecordId] = set()  # covered by a commit that returned
+        self.producer = Producer(
+            {**OPTIONS, "on_delivery": self._report}, center=self.world.center, clock=self.world.clock.monotonic
+        )
+        self.apps = [App(self._consumer()), App(self._consumer())]
+
+    def _report(self, err: Exception | None, msg: Message) -> None:
+        rid = msg.identity() if err is None else None
+        if rid is not None:
+            self.reported.add(rid)
+
+    def _consumer(self) -> Consumer:
+        consumer = Consumer({**OPTIONS, "group.id": GROUP, "enable.auto.commit": False}, center=self.world.center)
+        consumer.subscribe([TOPIC])
+        return consumer
+
+    @property
+    def standby(self) -> str:
+        return CLUSTERS[1] if self.active == CLUSTERS[0] else CLUSTERS[0]
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def produce(self, count: int) -> None:
+        for _ in range(count):
+            self.producer.produce(TOPIC, value=f"v{self.produced}", key=f"k{self.produced % 5}")
+            self.produced += 1
+
+    def consume(self, i: int, count: int) -> None:
+        app = self.apps[i]
+        for _ in range(count):
+            msg = app.consumer.poll(0)
+            if msg is None:
+                return
+            rid = msg.identity()
+            assert rid is not None
+            if rid in self.acked:
+                raise Violation(f"duplicated: {rid} handed out again by consumer {i} after a commit covered it")
+            self.delivered.add(rid)
+            app.held.append(msg)
+
+    def commit(self, i: int, pick: int) -> None:
+        """Commit one held message (any of them: out of order); a commit that raises covers nothing."""
+        app = self.apps[i]
+        if not app.held:
+            return
+        msg = app.held[pick % len(app.held)]
+        try:
+            app.consumer.commit(message=msg, asynchronous=False)
+        except ConfigCenterUnavailable:
+            return
+        slot = (msg.topic(), msg.partition())
+        covered = [
+            m for m in app.held
+            if m is msg or (m.visit == msg.visit and (m.topic(), m.partition()) == slot and m.offset() < msg.offset()
+                            and msg.visit >= app.consumer.switches - 1)
+        ]  # fmt: skip
+        app.held = [m for m in app.held if not any(m is c for c in covered)]
+        rids = {rid for m in covered if (rid := m.identity()) is not None}
+        self.acked |= rids
+        self._await_merged(rids)
+
+    def _await_merged(self, rids: set[RecordId]) -> None:
+        """The group's other members learn a stored acknowledgement within milliseconds (the
+        ledger follower): a schedule's next step comes after that, as in a real application."""
+        deadline = time.monotonic() + 3.0
+        for app in self.apps:
+            while not all(app.consumer.acknowledged(TOPIC, rid) for rid in rids):
+                if time.monotonic() > deadline:
+                    return  # the duplicate check will say what this cost
+                time.sleep(0.0005)
+
+    def drop(self, i: int, pick: int) -> None:
+        """The application gives a record up without committing it (Kafka's negative ack)."""
+        held = self.apps[i].held
+        if held:
+            held.pop(pick % len(held))
+
+    def flip(self, to: str) -> None:
+        route = self.world.flip(ROUTE, to)
+        self.active = to
+        for client in (self.producer, *(a.consumer for a in self.apps)):
+            if not client.wait_for_route(route.epoch, SWITCH_TIMEOUT_S):
+                raise Violation(f"{client.options.client_id} did not switch to {to} within {SWITCH_TIMEOUT_S} s")
+
+    def kill_active(self) -> None:
+        self.world.kill(self.active)
+        self.dead = self.active
+        self.flip(self.standby)
+
+    def kill_standby(self) -> None:
+        self.dead = self.standby
+        self.world.kill(self.dead)
+
+    def restart_dead(self) -> None:
+        self.world.restart(self.dead)
+        self.dead = ""
+
+    def restart_consumer(self, i: int) -> None:
+        """SIGKILL, then a new process joins the group at once (the dead member holds its
+        partitions until its session expires): issue 18's schedule."""
+        self.apps[i].consumer.kill()
+        self.apps[i] = App(self._consumer())
+
+    def expire_sessions(self) -> None:
+        for cluster in self.world.clusters.values():
+            cluster.expire()
+
+    def etcd_outage(self) -> None:
+        self.world.store.disconnect()
+        self.etcd_down = True
+
+    def etcd_back(self) -> None:
+        self.world.store.reconnect()
+        self.etcd_down = False
+
+    # -- the end --------------------------------------------------------------------------
+
+    def settle_and_check(self, timeout: float = 10.0) -> None:
+        """Heal (etcd back, dead members expired), send and read everything; nothing lost."""
+        if self.etcd_down:
+            self.etcd_back()
+        self.expire_sessions()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.producer.poll(0)
+            for i in range(len(self.apps)):
+                self.consume(i, 1000)
+                while self.apps[i].held:
+                    self.commit(i, len(self.apps[i].held) - 1)
+            if self.reported <= self.delivered and len(self.producer) == 0:
+                break
+            time.sleep(0.01)
+        lost = self.reported - self.delivered
+        if lost:
+            raise Violation(f"lost {len(lost)} of {len(self.reported)} acknowledged records, e.g. {sorted(lost)[:3]}")
+
+    def close(self) -> None:
+        self.world.store.disconnect()  # wakes every watch: the clients' threads stop at once
+        for app in self.apps:
+            app.consumer.close()
+        self.producer.close(0)
+        self.world.close()
