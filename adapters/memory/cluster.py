@@ -79,7 +79,7 @@ class _Member:
 @dataclass
 class _Group:
     generation: int = 0
-    members: dict[str, _Member] = field(default_factory=dict)  # in join order
+    members: dict[str, _Member] = field(default_factory=dict)
     assignment: dict[str, list[TopicPartition]] = field(default_factory=dict)
     committed: dict[TopicPartition, int] = field(default_factory=dict)
 
@@ -172,11 +172,12 @@ class MemoryCluster:
 
     # -- consumer groups ------------------------------------------------------------------
 
-    def join(self, group: str, topics: Iterable[str]) -> str:
-        """A new member; a rebalance follows. Returns the member id."""
+    def join(self, group: str, topics: Iterable[str], client_id: str = "") -> str:
+        """A new member; a rebalance follows. Returns the member id (``client_id`` and a number,
+        as Kafka's member ids start with the client id)."""
         with self._lock:
             self._check()
-            member = f"{group}-{next(self._members)}"
+            member = f"{client_id or group}-{next(self._members)}"
             g = self._groups.setdefault(group, _Group())
             g.members[member] = _Member(tuple(topics))
             self._rebalance(g)
@@ -211,11 +212,12 @@ class MemoryCluster:
             return gone
 
     def _rebalance(self, g: _Group) -> None:
-        # Range assignment per topic over the members subscribed to it, in join order.
+        # Range assignment per topic over the members subscribed to it, sorted by member id
+        # (as Kafka's RangeAssignor): who gets what does not depend on who joined first.
         g.generation += 1
         g.assignment = {m: [] for m in g.members}
         for topic in sorted({t for s in g.members.values() for t in s.topics}):
-            members = [m for m, s in g.members.items() if topic in s.topics]
+            members = sorted(m for m, s in g.members.items() if topic in s.topics)
             count = self._partitions.get(topic, 0)
             for p in range(count):
                 g.assignment[members[p * len(members) // count]].append((topic, p))

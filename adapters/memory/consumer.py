@@ -104,7 +104,7 @@ class Consumer(MemoryClient):  # type: ignore[misc,unused-ignore]
 
     def _rejoin(self) -> None:
         try:
-            self._member = self._inner.join(self.group, self._topics)
+            self._member = self._inner.join(self.group, self._topics, self.options.client_id)
         except BrokerUnavailable:
             self._member = None
 
@@ -237,6 +237,12 @@ class Consumer(MemoryClient):  # type: ignore[misc,unused-ignore]
         with self._lock:
             ledger = self._acks.ledgers.get((topic, rid.partition))
             return ledger is not None and ledger.has(rid)
+
+    def ledger(self, topic: str, partition: int) -> PartitionLedger:
+        """A copy of what this consumer filters ``topic[partition]`` by (for tests)."""
+        with self._lock:
+            found = self._acks.ledgers.get((topic, partition))
+            return found.copy() if found is not None else PartitionLedger()
 
     def assignment(self) -> list[TopicPartition]:
         with self._lock:

@@ -82,6 +82,21 @@ class _Link:
         self._cursor: dict[TopicPartition, int] = {}
         self._epoch = (0, 0)  # (source, target) incarnations the cursor belongs to
 
+    def backlog(self) -> int:
+        """Records the target still lacks (0 when either side is down: nothing can be copied)."""
+        source, target = self.source, self.target
+        if not (source.alive and target.alive):
+            return 0
+        here = (target.name, target.incarnation)
+        fresh = self._epoch != (source.incarnation, target.incarnation)
+        return sum(
+            1
+            for topic in source.topics()
+            for p in range(source.partitions(topic))
+            for record in source.records((topic, p))[0 if fresh else self._cursor.get((topic, p), 0) :]
+            if here not in record.path
+        )
+
     def copy(self, limit: int | None, appended_before_ms: int | None) -> int:
         """Copy up to ``limit`` records (None: all) stored before ``appended_before_ms``."""
         source, target = self.source, self.target
@@ -149,6 +164,10 @@ class World:
     def replicate(self, n: int | None = None) -> int:
         """Copy up to ``n`` records per link (None: everything); how many were copied."""
         return sum(link.copy(n, None) for link in self._links)
+
+    def backlog(self, target: str) -> int:
+        """Records replication has still to copy to ``target`` from the clusters that answer."""
+        return sum(link.backlog() for link in self._links if link.target.name == target)
 
     def tick(self, ms: int = 1) -> int:
         """Move the clock; with ``lag_ms``, copy what was stored at least that long ago."""

@@ -21,8 +21,10 @@ from hotstandby.adapters.memory.producer import Producer
 from hotstandby.adapters.memory.world import World
 from hotstandby.errors import ConfigCenterUnavailable
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ledger import PartitionLedger
+from hotstandby.failover.ledger.store import LedgerStore
 
-TOPIC, GROUP, ROUTE = "t", "g", "r"
+TOPIC, GROUP, ROUTE, PARTITIONS = "t", "g", "r", 2
 CLUSTERS = ("mem-a", "mem-b")
 OPTIONS = {
     "hotstandby.route": ROUTE,
@@ -39,6 +41,13 @@ class Violation(AssertionError):
     pass
 
 
+def _covers(mine: PartitionLedger, stored: PartitionLedger) -> bool:
+    """Whether ``mine`` holds everything ``stored`` does."""
+    merged = mine.copy()
+    merged.merge(stored)
+    return all(merged.ranges(s) == mine.ranges(s) for s in merged.sessions)
+
+
 @dataclass
 class App:
     """One consumer and what its application holds (handed out, not committed)."""
@@ -50,9 +59,10 @@ class App:
 class Simulation:
     def __init__(self) -> None:
         self.world = World(CLUSTERS)
-        self.world.create_topic(TOPIC, 2)
+        self.world.create_topic(TOPIC, PARTITIONS)
         self.world.create_route(ROUTE, CLUSTERS[0])
         self.active, self.dead = CLUSTERS[0], ""
+        self.seeding = ""  # came back empty, replication has not caught up yet
         self.etcd_down = False
         self.produced = 0
         self.reported: set[RecordId] = set()  # delivery reports: the cluster acknowledged them
@@ -61,6 +71,7 @@ class Simulation:
         self.producer = Producer(
             {**OPTIONS, "on_delivery": self._report}, center=self.world.center, clock=self.world.clock.monotonic
         )
+        self.started = 0  # consumers started: their client ids (sorted as Kafka's member ids)
         self.apps = [App(self._consumer()), App(self._consumer())]
 
     def _report(self, err: Exception | None, msg: Message) -> None:
@@ -69,7 +80,14 @@ class Simulation:
             self.reported.add(rid)
 
     def _consumer(self) -> Consumer:
-        consumer = Consumer({**OPTIONS, "group.id": GROUP, "enable.auto.commit": False}, center=self.world.center)
+        self.started += 1
+        config = {
+            **OPTIONS,
+            "group.id": GROUP,
+            "enable.auto.commit": False,
+            "hotstandby.client.id": f"c{self.started:03}",
+        }
+        consumer = Consumer(config, center=self.world.center)
         consumer.subscribe([TOPIC])
         return consumer
 
@@ -116,17 +134,22 @@ class Simulation:
         app.held = [m for m in app.held if not any(m is c for c in covered)]
         rids = {rid for m in covered if (rid := m.identity()) is not None}
         self.acked |= rids
-        self._await_merged(rids)
 
-    def _await_merged(self, rids: set[RecordId]) -> None:
-        """The group's other members learn a stored acknowledgement within milliseconds (the
-        ledger follower): a schedule's next step comes after that, as in a real application."""
-        deadline = time.monotonic() + 3.0
+    def await_followers(self, timeout: float = 3.0) -> None:
+        """The group's members learn stored acknowledgements within milliseconds (the ledger
+        follower): each step of a schedule comes after that, so that a schedule does the same
+        whenever it runs."""
+        if self.etcd_down:
+            return
+        store = LedgerStore(self.world.center)
+        stored = [store.load(GROUP, TOPIC, p) for p in range(PARTITIONS)]
+        deadline = time.monotonic() + timeout
         for app in self.apps:
-            while not all(app.consumer.acknowledged(TOPIC, rid) for rid in rids):
-                if time.monotonic() > deadline:
-                    return  # the duplicate check will say what this cost
-                time.sleep(0.0005)
+            for p, doc in enumerate(stored):
+                while not _covers(app.consumer.ledger(TOPIC, p), doc.ledger):
+                    if time.monotonic() > deadline:
+                        raise Violation(f"{app.consumer.options.client_id} did not merge the stored ledger of {p}")
+                    time.sleep(0.0002)
 
     def drop(self, i: int, pick: int) -> None:
         """The application gives a record up without committing it (Kafka's negative ack)."""
@@ -152,7 +175,18 @@ class Simulation:
 
     def restart_dead(self) -> None:
         self.world.restart(self.dead)
-        self.dead = ""
+        self.seeding, self.dead = self.dead, ""
+
+    def may_lose_a_cluster(self) -> bool:
+        """The fault model: one cluster lost at a time — none while another is dead, or came
+        back empty and replication has not copied to it yet what the other holds (losing the
+        other then would be a double failure: records the producer let go of once they were
+        replicated would be on neither cluster)."""
+        if self.dead:
+            return False
+        if self.seeding and self.world.backlog(self.seeding) == 0:
+            self.seeding = ""
+        return not self.seeding
 
     def restart_consumer(self, i: int) -> None:
         """SIGKILL, then a new process joins the group at once (the dead member holds its

@@ -13,7 +13,7 @@ import os
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from tests.unit.failover_sim import Simulation
 
@@ -60,12 +60,12 @@ class Failover(RuleBasedStateMachine):
     def flip(self) -> None:
         self.sim.flip(self.sim.standby)
 
-    @precondition(lambda self: not self.sim.etcd_down and not self.sim.dead)
+    @precondition(lambda self: not self.sim.etcd_down and self.sim.may_lose_a_cluster())
     @rule()
     def kill_active(self) -> None:
         self.sim.kill_active()
 
-    @precondition(lambda self: not self.sim.dead)
+    @precondition(lambda self: self.sim.may_lose_a_cluster())
     @rule()
     def kill_standby(self) -> None:
         self.sim.kill_standby()
@@ -94,6 +94,10 @@ class Failover(RuleBasedStateMachine):
     def etcd_back(self) -> None:
         self.sim.etcd_back()
 
+    @invariant()
+    def members_know_the_stored_ledgers(self) -> None:
+        self.sim.await_followers()
+
     def teardown(self) -> None:
         try:
             self.sim.settle_and_check()
@@ -105,6 +109,7 @@ Failover.TestCase.settings = settings(
     max_examples=EXAMPLES,
     stateful_step_count=40,
     deadline=None,
+    report_multiple_bugs=False,
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestFailover = Failover.TestCase
