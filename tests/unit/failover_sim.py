@@ -102,6 +102,15 @@ class Simulation:
             self.producer.produce(TOPIC, value=f"v{self.produced}", key=f"k{self.produced % 5}")
             self.produced += 1
 
+    def producer_poll(self) -> None:
+        self.producer.poll(0)
+
+    def replicate(self, n: int) -> None:
+        self.world.replicate(n)
+
+    def tick(self, ms: int) -> None:
+        self.world.tick(ms)
+
     def consume(self, i: int, count: int) -> None:
         app = self.apps[i]
         for _ in range(count):
@@ -157,7 +166,10 @@ class Simulation:
         if held:
             held.pop(pick % len(held))
 
-    def flip(self, to: str) -> None:
+    def flip(self, to: str = "") -> None:
+        """The route moves (to the standby unless ``to`` says); every client switches before
+        the schedule goes on."""
+        to = to or self.standby
         route = self.world.flip(ROUTE, to)
         self.active = to
         for client in (self.producer, *(a.consumer for a in self.apps)):
