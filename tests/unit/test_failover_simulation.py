@@ -107,7 +107,7 @@ class Failover(RuleBasedStateMachine):
 
 Failover.TestCase.settings = settings(
     max_examples=EXAMPLES,
-    stateful_step_count=40,
+    stateful_step_count=25,
     deadline=None,
     report_multiple_bugs=False,
     suppress_health_check=[HealthCheck.too_slow],
