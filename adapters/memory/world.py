@@ -14,6 +14,10 @@ partition, the last upstream offset copied and when that was written (MM2's
 ``mm2-offsets.<source>.internal``): :meth:`MemoryCluster.progress` via :func:`progress_of`.
 A producer trims its replay window with it, by the rule of the Kafka adapter
 (``replicated``: offset at or past the record's, written after the record was acknowledged).
+No offset syncs or checkpoints are written: with the same topic names on both sides and
+records written to both (before and after a flip), a position translated from the other
+cluster could skip records of this one; a consumer starts at its group's committed offset on
+the cluster or at the beginning, and the ledger filters what it reads again.
 """
 
 from __future__ import annotations
