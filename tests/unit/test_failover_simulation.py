@@ -3,7 +3,7 @@ order / give up (not commit) / flip / kill a cluster / restart a consumer withou
 etcd outage schedules through the real core on the in-memory adapter, and checks that nothing
 acknowledged is lost and nothing committed is handed out again (see ``failover_sim``).
 
-``HS_SIM_EXAMPLES`` sets the number of schedules (default 300; the note in the docs gives a
+``HS_SIM_EXAMPLES`` sets the number of schedules (default 500; docs/architecture.md gives a
 measured run of thousands). A schedule that failed is kept below as an explicit test.
 """
 
@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from tests.unit.failover_sim import Simulation
 
-EXAMPLES = int(os.environ.get("HS_SIM_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("HS_SIM_EXAMPLES", "500"))
 consumer = st.integers(0, 1)
 pick = st.integers(0, 7)
 
