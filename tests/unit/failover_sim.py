@@ -234,16 +234,17 @@ class Simulation:
             self.etcd_back()
         self.expire_sessions()
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        quiet = 0  # rounds in a row in which nothing moved
+        while quiet < 2 and time.monotonic() < deadline:
+            before = len(self.delivered)
             self.producer.poll(0)
-            self.world.replicate()  # replication catches up between clusters that answer
+            copied = self.world.replicate()  # replication catches up between clusters that answer
             for i in range(len(self.apps)):
                 self.consume(i, 1000)
                 while self.apps[i].held:
                     self.commit(i, len(self.apps[i].held) - 1)
-            if self.reported <= self.delivered and len(self.producer) == 0:
-                break
-            time.sleep(0.01)
+            moved = copied or len(self.delivered) > before or len(self.producer) > 0
+            quiet = 0 if moved else quiet + 1
         lost = self.reported - self.delivered
         if lost:
             raise Violation(f"lost {len(lost)} of {len(self.reported)} acknowledged records, e.g. {sorted(lost)[:3]}")
