@@ -54,6 +54,7 @@ class App:
 
     consumer: Consumer
     held: list[Message] = field(default_factory=list)
+    dead: bool = False  # killed while etcd was down: its successor starts when etcd is back
 
 
 class Simulation:
@@ -114,6 +115,8 @@ class Simulation:
 
     def consume(self, i: int, count: int) -> None:
         app = self.apps[i]
+        if app.dead:
+            return
         for _ in range(count):
             msg = app.consumer.poll(0)
             if msg is None:
@@ -128,7 +131,7 @@ class Simulation:
     def commit(self, i: int, pick: int) -> None:
         """Commit one held message (any of them: out of order); a commit that raises covers nothing."""
         app = self.apps[i]
-        if not app.held:
+        if app.dead or not app.held:
             return
         msg = app.held[pick % len(app.held)]
         try:
@@ -160,6 +163,8 @@ class Simulation:
         stored = [store.load(GROUP, TOPIC, p) for p in range(PARTITIONS)]
         deadline = time.monotonic() + timeout
         for app in self.apps:
+            if app.dead:
+                continue
             for p, doc in enumerate(stored):
                 while not _covers(app.consumer.ledger(TOPIC, p), doc.ledger):
                     if time.monotonic() > deadline:
@@ -179,7 +184,7 @@ class Simulation:
         to = to or self.standby
         route = self.world.flip(ROUTE, to)
         self.active = to
-        for client in (self.producer, *(a.consumer for a in self.apps)):
+        for client in (self.producer, *(a.consumer for a in self.apps if not a.dead)):
             if not client.wait_for_route(route.epoch, SWITCH_TIMEOUT_S):
                 raise Violation(f"{client.options.client_id} did not switch to {to} within {SWITCH_TIMEOUT_S} s")
 
@@ -209,9 +214,13 @@ class Simulation:
 
     def restart_consumer(self, i: int) -> None:
         """SIGKILL, then a new process joins the group at once (the dead member holds its
-        partitions until its session expires): issue 18's schedule."""
+        partitions until its session expires): issue 18's schedule. While etcd is down the
+        new process starts when etcd is back."""
         self.apps[i].consumer.kill()
-        self.apps[i] = App(self._consumer())
+        if self.etcd_down:  # a new process cannot start before etcd answers
+            self.apps[i] = App(self.apps[i].consumer, dead=True)
+        else:
+            self.apps[i] = App(self._consumer())
 
     def expire_sessions(self) -> None:
         for cluster in self.world.clusters.values():
@@ -224,6 +233,9 @@ class Simulation:
     def etcd_back(self) -> None:
         self.world.store.reconnect()
         self.etcd_down = False
+        for i, app in enumerate(self.apps):
+            if app.dead:
+                self.apps[i] = App(self._consumer())
 
     # -- the end --------------------------------------------------------------------------
 
