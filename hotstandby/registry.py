@@ -43,6 +43,8 @@ _ADAPTERS: dict[str, AdapterInfo] = {
     # pulsar-client 3.8 is the first whose create_producer takes a message_router; 3.8.0 crashed
     # (SIGSEGV) in 2 of 3 runs of the Pulsar adapter contract test, 3.9.0 and 3.10.0 in none.
     "pulsar": AdapterInfo("pulsar", "hotstandby.adapters.pulsar", "pulsar", "pulsar", "pulsar-client", "3.9"),
+    # In-memory clusters for tests and the failover simulation: no client library.
+    "memory": AdapterInfo("memory", "hotstandby.adapters.memory", "", "", "", ""),
 }
 _CHECKED: set[str] = set()
 

@@ -15,7 +15,7 @@ never hands a record over twice.
   (a failure — an old cluster gone, a group being rebalanced — is logged, never raised, and a
   synchronous broker commit would wait without a limit for a dead coordinator). While etcd is
   unreachable acknowledgements are kept (they filter locally) and stored when it answers
-  (adapters/kafka/ledgers.py); a synchronous commit that cannot store them within
+  (hotstandby/failover/ledger/ownership.py); a synchronous commit that cannot store them within
   ``Settings.etcd_timeout`` raises ``KafkaException`` (``_TIMED_OUT``), as confluent_kafka's
   does when the broker does not answer; nothing else raises for it.
 * ``commit`` acknowledges what confluent_kafka would commit: the stored offsets, a message's

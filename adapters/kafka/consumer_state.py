@@ -16,11 +16,11 @@ from typing import Any
 
 from confluent_kafka import Consumer as RawConsumer
 
-from hotstandby.adapters.kafka.ledgers import Ledgers
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.ack_tracker import AckTracker
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteFollower
+from hotstandby.failover.ledger.ownership import Ledgers
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.logs import Seldom, get_logger

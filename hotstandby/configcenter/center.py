@@ -386,9 +386,12 @@ class ConfigCenter:
         watcher.start(timeout)
         return watcher
 
-    def follow_prefix(self, prefix: str, on_snapshot: OnSnapshot, on_event: OnEvent, *, name: str) -> PrefixWatch:
+    def follow_prefix(
+        self, prefix: str, on_snapshot: OnSnapshot, on_event: OnEvent, *, name: str, max_backoff: float = 2.0
+    ) -> PrefixWatch:
         """Start a :class:`~hotstandby.configcenter.prefix_watch.PrefixWatch` of ``prefix``
-        (its first read happens on its thread, retried while etcd does not answer)."""
+        (its first read happens on its thread, retried while etcd does not answer, at most
+        ``max_backoff`` s apart)."""
         from hotstandby.configcenter.prefix_watch import PrefixWatch
 
-        return PrefixWatch(self.store, prefix, on_snapshot, on_event, name=name).start()
+        return PrefixWatch(self.store, prefix, on_snapshot, on_event, name=name, max_backoff=max_backoff).start()

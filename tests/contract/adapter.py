@@ -1,13 +1,19 @@
 """Behaviour every messaging-system adapter must have, written once.
 
-A subclass sets ``kind`` and runs on the reference cluster (fixture ``refcluster``);
-``tests/integration/test_adapter_kafka.py`` runs it for Kafka.
+A runner subclasses :class:`AdapterContract`, sets ``kind`` and provides the fixtures
+``live_broker`` / ``dead_broker`` (``(host, port)`` of a broker that answers and of one that
+does not) and ``kit`` (a :class:`Kit`: the system's drop-in clients on one route, one topic and
+one consumer group, and a way to flip the route). Runners on the reference cluster add
+:class:`DrillContract`. Runners: ``tests/unit/test_adapter_memory.py`` (in memory),
+``tests/integration/test_adapter_kafka.py`` and ``test_adapter_pulsar.py``.
 """
 
 from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Sequence
+from typing import Any, NamedTuple, Protocol
 
 import pytest
 from hypothesis import given
@@ -23,9 +29,51 @@ from hotstandby.failover.probe import ProtocolError
 from hotstandby.refcluster import RefCluster
 
 
+class Received(NamedTuple):
+    value: str
+    rid: RecordId | None  # the identity the record carried
+    handle: Any  # what the system acknowledges (a Kafka or Pulsar message)
+
+
+class ProducerDriver(Protocol):
+    def send(self, values: Sequence[str]) -> None:
+        """Produce ``values`` and wait until the cluster acknowledged every one."""
+
+    def close(self) -> None: ...
+
+
+class ConsumerDriver(Protocol):
+    def take(self, count: int, timeout: float) -> list[Received]:
+        """The next ``count`` records handed out (fails after ``timeout`` s)."""
+
+    def ack(self, received: Received) -> None:
+        """Acknowledge one record as the application would (Kafka: a synchronous commit of it)."""
+
+    def quiet(self) -> list[str]:
+        """Values still handed out within a short bounded wait (expected: none)."""
+
+    def close(self) -> None: ...
+
+
+class Kit(Protocol):
+    def producer(self) -> ProducerDriver: ...
+
+    def consumer(self) -> ConsumerDriver:
+        """A new consumer of the test's group, reading the test's topic."""
+
+    def flip(self) -> None:
+        """An SRE flips the route to its other cluster."""
+
+
+def take_and_ack(consumer: ConsumerDriver, count: int, timeout: float = 60.0) -> list[Received]:
+    got = consumer.take(count, timeout)
+    for received in got:
+        consumer.ack(received)
+    return got
+
+
 class AdapterContract:
     kind: str
-    cluster: str  # a cluster of this kind on the reference cluster
 
     @pytest.fixture
     def adapter(self) -> Adapter:
@@ -52,16 +100,76 @@ class AdapterContract:
             with pytest.raises(FormatError):
                 adapter.decode_identity(bad)
 
-    def test_probe_answers_for_a_live_broker_and_raises_for_a_closed_port(
-        self, adapter: Adapter, refcluster: RefCluster
-    ) -> None:
-        host, port = refcluster.cluster_spec(self.cluster).endpoints()[0]
-        assert adapter.probe(host, port, 2.0)
+    @pytest.fixture
+    def dead_broker(self) -> tuple[str, int]:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
-            closed = s.getsockname()[1]  # bound, not listening: refused
-            with pytest.raises((OSError, ProtocolError)):
-                adapter.probe("127.0.0.1", closed, 1.0)
+            return "127.0.0.1", s.getsockname()[1]  # bound, not listening: refused
+
+    def test_probe_answers_for_a_live_broker_and_raises_for_one_that_does_not(
+        self, adapter: Adapter, live_broker: tuple[str, int], dead_broker: tuple[str, int]
+    ) -> None:
+        assert adapter.probe(*live_broker, 2.0)
+        with pytest.raises((OSError, ProtocolError)):
+            adapter.probe(*dead_broker, 1.0)
+
+    def test_drop_in_clients_are_offered(self, adapter: Adapter) -> None:
+        clients = adapter.clients()
+        assert clients and all(isinstance(c, type) for c in clients.values())
+
+    # -- produce, consume, acknowledge, switch --------------------------------------------
+
+    def test_records_produced_are_handed_out_once_each_with_their_identity(self, kit: Kit) -> None:
+        values = [f"r{i}" for i in range(20)]
+        producer, consumer = kit.producer(), kit.consumer()
+        try:
+            producer.send(values)
+            got = take_and_ack(consumer, len(values))
+            assert sorted(r.value for r in got) == sorted(values)
+            assert None not in {r.rid for r in got} and len({r.rid for r in got}) == len(values)
+            assert consumer.quiet() == []
+        finally:
+            consumer.close()
+            producer.close()
+
+    def test_what_the_group_acknowledged_is_not_handed_out_to_its_next_consumer(self, kit: Kit) -> None:
+        producer, first = kit.producer(), kit.consumer()
+        try:
+            producer.send([f"a{i}" for i in range(10)])
+            take_and_ack(first, 10)
+        finally:
+            first.close()
+        second = kit.consumer()
+        try:
+            producer.send([f"b{i}" for i in range(5)])
+            got = take_and_ack(second, 5)
+            assert sorted(r.value for r in got) == [f"b{i}" for i in range(5)]
+            assert second.quiet() == []
+        finally:
+            second.close()
+            producer.close()
+
+    def test_a_flip_mid_stream_loses_and_duplicates_nothing(self, kit: Kit) -> None:
+        producer, consumer = kit.producer(), kit.consumer()
+        try:
+            producer.send([f"a{i}" for i in range(10)])
+            before = take_and_ack(consumer, 10)
+            kit.flip()
+            producer.send([f"b{i}" for i in range(10)])
+            after = take_and_ack(consumer, 10, timeout=120)
+            assert sorted(r.value for r in before) == sorted(f"a{i}" for i in range(10))
+            assert sorted(r.value for r in after) == sorted(f"b{i}" for i in range(10)), "lost or duplicated"
+            assert consumer.quiet() == []
+        finally:
+            consumer.close()
+            producer.close()
+
+
+class DrillContract:
+    """Addressing and the system's drill on the reference cluster (fixture ``refcluster``), next to
+    :class:`AdapterContract` (its ``adapter`` fixture)."""
+
+    cluster: str  # a cluster of the system on the reference cluster
 
     def test_addresses_its_clusters_as_the_config_center_stores_them(
         self, adapter: Adapter, refcluster: RefCluster
@@ -75,13 +183,11 @@ class AdapterContract:
         assert adapter.cluster_keys and all(key not in spec.client_config() for key in adapter.cluster_keys)
         assert adapter.default_partitioner in KEYED
 
-    def test_drop_in_clients_are_offered(self, adapter: Adapter) -> None:
-        clients = adapter.clients()
-        assert clients and all(isinstance(c, type) for c in clients.values())
-
-    def test_a_short_drill_there_and_back_loses_and_duplicates_nothing(self, refcluster: RefCluster) -> None:
+    def test_a_short_drill_there_and_back_loses_and_duplicates_nothing(
+        self, adapter: Adapter, refcluster: RefCluster
+    ) -> None:
         report = drill_system(
-            self.kind, refcluster, DrillOptions(messages=1000, switches=2, consumers=2, timeout_s=120)
+            adapter.kind, refcluster, DrillOptions(messages=1000, switches=2, consumers=2, timeout_s=120)
         )
         assert (report.lost, report.duplicated) == (0, 0), report.human()
         for part in report.phases or [report]:  # a drill in parts runs each with the same options

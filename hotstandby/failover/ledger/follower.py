@@ -31,15 +31,20 @@ class LedgerFollower:
     :class:`~hotstandby.configcenter.prefix_watch.PrefixWatch`: it resumes where it was after
     etcd trouble, and reads them all again only after a compaction)."""
 
-    def __init__(self, center: ConfigCenter, group: str, on_ledger: OnLedger, *, name: str = "ledgers") -> None:
+    def __init__(
+        self, center: ConfigCenter, group: str, on_ledger: OnLedger, *, name: str = "ledgers", retry_s: float = 2.0
+    ) -> None:
         self._center = center
         self._prefix = center.keys.ledger(group, "", 0).rsplit("/", 2)[0] + "/"
         self._on_ledger = on_ledger
         self._name = name
+        self._retry_s = retry_s  # at most this long between attempts while the store does not answer
         self._watch: PrefixWatch | None = None
 
     def start(self) -> None:
-        self._watch = self._center.follow_prefix(self._prefix, self._on_snapshot, self._on_event, name=self._name)
+        self._watch = self._center.follow_prefix(
+            self._prefix, self._on_snapshot, self._on_event, name=self._name, max_backoff=self._retry_s
+        )
 
     def close(self, timeout: float = 5.0) -> None:
         if self._watch is not None:

@@ -1,5 +1,6 @@
-"""A Kafka consumer's ledgers in the config center: claimed as partitions are assigned, stored
-as records are acknowledged — and kept working while the config center is unreachable.
+"""A group member's ledgers in the config center, for groups whose broker assigns the
+partitions: claimed as partitions are assigned, stored as records are acknowledged — and kept
+working while the config center is unreachable.
 
 * A ledger is *claimed* when its partition is assigned (a higher generation fences the previous
   owner's writes). A claim that fails (etcd unreachable) is retried; until it succeeds the
@@ -25,7 +26,7 @@ from hotstandby.logs import get_logger
 
 __all__ = ["Ledgers"]
 
-log = get_logger("hotstandby.kafka.consumer")
+log = get_logger("hotstandby.ledger")
 
 # After a failed attempt, attempts without a deadline (auto commit, asynchronous commits, polls)
 # wait this long: an unreachable etcd must not slow every poll down.
