@@ -26,15 +26,16 @@ from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.adapter import ADAPTER
 from hotstandby.adapters.kafka.replication_progress import Position, StoredRecord, read_positions, replicated
-from hotstandby.configcenter.documents import ClusterSpec, Link, Route
-from hotstandby.errors import ConfigCenterError
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteClient, RouteFollower, wait_slices
 from hotstandby.failover.identity import HEADER, RecordId, new_session
 from hotstandby.failover.partitioner import Partitioner
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.failover.replay_window import ReplayWindow
-from hotstandby.failover.switching import SwitchState
+from hotstandby.failover.switch_gate import SwitchGate
+from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
 
 __all__ = ["Producer"]
@@ -116,12 +117,14 @@ class _Closed:
 class Producer(RouteClient):
     """Drop-in replacement for :class:`confluent_kafka.Producer` (see the module doc)."""
 
-    def __init__(self, config: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, config: dict[str, Any], *, center: ConfigCenter | None = None, **kwargs: Any) -> None:
+        """``center`` (a :class:`ConfigCenter`, left open on close) replaces the one the
+        producer would open itself."""
         # As confluent-kafka, keywords are configuration properties too (logger=...).
         self.options, raw = ClientOptions.split({**config, **kwargs}, role="producer")
         self._on_delivery, self._only_errors, self._raw_config = _delivery_settings(raw)
         self._max_pending = int(self._raw_config.get("queue.buffering.max.messages", _DEFAULT_MAX_PENDING))
-        self._follower = RouteFollower(self.options, "kafka", role="producer")
+        self._follower = RouteFollower(self.options, "kafka", role="producer", center=center)
         self._lock = threading.RLock()
         self._session = new_session()
         self._sequences: dict[tuple[str, int], int] = {}
@@ -137,7 +140,9 @@ class Producer(RouteClient):
         self.resent = 0
         self.trimmed = 0  # window records not re-sent: replication had copied them
         self.switches = 0
-        self._inner = self._follow(self._connect, self._perform)
+        self._move: tuple[RawProducer, dict[tuple[str, int], Position]] | None = None
+        self._old: RawProducer | None = None
+        self._inner = self._join(self._connect, self, SwitchGate(self._lock))
 
     # -- connections ----------------------------------------------------------------------
 
@@ -305,36 +310,58 @@ class Producer(RouteClient):
 
     # -- switching ------------------------------------------------------------------------
 
-    def _perform(self, current: Route, target: Route, set_state: Callable[[SwitchState], None]) -> None:
-        spec = self._follower.cluster(target.active)
-        set_state(SwitchState.DRAINING)
-        old = self._inner
-        drain_s = self.options.drain_timeout_ms / 1000
+    # The switch protocol (hotstandby.failover.switch_protocol); produce() waits on the lock,
+    # which the gate is built on, so new records queue behind the re-send.
+
+    peer_labels = None  # a producer waits for nobody
+
+    def drain(self, plan: SwitchPlan) -> None:
+        """A planned switch: let the old cluster acknowledge what it has (if it answers)."""
+        drain_s = plan.drain_timeout_s
         if self._pending and probe_cluster(self._spec, timeout=min(1.0, drain_s)).ok:
-            old.flush(drain_s)  # planned switch: let the old cluster acknowledge what it has
-        new = self._connect(spec)
+            self._inner.flush(drain_s)
+
+    def store(self, plan: SwitchPlan) -> None:
+        """Nothing to store: what the producer keeps (pending, window) moves with it."""
+
+    def connect(self, plan: SwitchPlan) -> None:
+        new = self._connect(plan.destination)
         try:
             new.list_topics(timeout=_METADATA_TIMEOUT_S)  # raises if the new cluster does not answer
-            positions = self._replication_positions(current.active, spec) if self._window else {}
+            positions = self._replication_positions(plan) if self._window else {}
         except BaseException:
             new.close()  # a failed attempt leaves no connection behind (the next one makes its own)
             raise
-        set_state(SwitchState.SWITCHING)
+        self._move = (new, positions)
+
+    def abort(self, plan: SwitchPlan) -> None:
+        move, self._move = self._move, None
+        if move is not None:
+            move[0].close()
+
+    def move(self, plan: SwitchPlan) -> None:
+        assert self._move is not None, "move without connect"
+        (new, positions), self._move = self._move, None
         with self._lock:
             self._generation += 1
-            old.purge(in_queue=True, in_flight=True, blocking=False)
-            self._inner, self._spec = new, spec
-            trimmed = self._drop_replicated(current.active, positions)
+            self._old = self._inner
+            self._old.purge(in_queue=True, in_flight=True, blocking=False)
+            self._inner, self._spec = new, plan.destination
+            trimmed = self._drop_replicated(plan.current.active, positions)
             self.trimmed += trimmed
             replay = {r.slot: r for r in self._window}
             replay.update(self._pending)
             self._replay(new, sorted(replay.values(), key=lambda r: r.slot))
             self.resent += len(replay)
             self.switches += 1
-        old.poll(0)  # callbacks of the old client are ignored (older generation)
-        old.close()  # nothing is left in it (purged): it stops reconnecting to the old cluster
-        log.info("producer.switched", client=self.options.client_id, source=current.active, to=target.active,
-                 epoch=target.epoch, resent=len(replay), replicated=trimmed)  # fmt: skip
+        log.info("producer.switched", client=self.options.client_id, source=plan.current.active,
+                 to=plan.target.active, epoch=plan.target.epoch, resent=len(replay), replicated=trimmed)  # fmt: skip
+
+    def resume(self, plan: SwitchPlan) -> None:
+        old, self._old = self._old, None
+        if old is not None:
+            old.poll(0)  # callbacks of the old client are ignored (older generation)
+            old.close()  # nothing is left in it (purged): it stops reconnecting to the old cluster
 
     def _replay(self, new: RawProducer, records: list[_Record]) -> None:
         """Re-send ``records`` in order (lock held: new records wait behind them), keeping the
@@ -350,15 +377,13 @@ class Producer(RouteClient):
                 new.poll(0.05)
             self._send(record, wait_s=max(0.0, deadline - time.monotonic()))
 
-    def _replication_positions(self, source: str, target: ClusterSpec) -> dict[tuple[str, int], Position]:
-        try:
-            link: Link | None = self._follower.center.links().get((source, target.name))
-        except ConfigCenterError as exc:  # etcd unreachable: the whole window is re-sent (filtered)
-            log.info("replication_progress.unavailable", link=f"{source}->{target.name}", error=str(exc))
-            return {}
+    def _replication_positions(self, plan: SwitchPlan) -> dict[tuple[str, int], Position]:
+        """MM2's position on the new cluster, by the link the plan read (none: nothing trimmed)."""
+        target = plan.destination
+        link: Link | None = plan.links.get((plan.current.active, target.name))
         if link is None:
             return {}
-        timeout = min(_METADATA_TIMEOUT_S, self.options.drain_timeout_ms / 1000 + 1)
+        timeout = min(_METADATA_TIMEOUT_S, plan.drain_timeout_s + 1)
         positions: dict[tuple[str, int], Position] = read_positions(target, link, timeout=timeout)
         return positions
 

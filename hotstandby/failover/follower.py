@@ -226,20 +226,13 @@ class RouteClient:
     _follower: RouteFollower
     _spec: ClusterSpec
 
-    def _follow(self, connect: Callable[[ClusterSpec], C], perform: Perform) -> C:
-        """Connect to the route's active cluster, then follow the route; closes all on failure."""
-        return self._connect_then(connect, lambda: self._follower.start(perform))
-
     def _join(self, connect: Callable[[ClusterSpec], C], participant: SwitchParticipant, gate: SwitchGate) -> C:
         """Connect to the route's active cluster, then follow the route through the switch
         protocol (``participant`` keeps :attr:`_spec` the cluster it uses); closes all on failure."""
-        return self._connect_then(connect, lambda: self._follower.join(participant, gate, lambda: self._spec))
-
-    def _connect_then(self, connect: Callable[[ClusterSpec], C], follow: Callable[[], None]) -> C:
         try:
             self._spec = self._follower.initial_cluster
             inner = connect(self._spec)
-            follow()
+            self._follower.join(participant, gate, lambda: self._spec)
             return inner
         except BaseException:
             self._follower.close()
