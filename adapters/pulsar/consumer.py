@@ -39,7 +39,7 @@ from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_
 from hotstandby.adapters.pulsar.handed import Handed, HandedOut, MessageKey, Slot, stored_at
 from hotstandby.adapters.pulsar.start_position import start_after_copies
 from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
-from hotstandby.adapters.pulsar.waits import slices_ms
+from hotstandby.adapters.pulsar.waits import deadline_of, slice_ms
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigCenterUnavailable, ConfigError
 from hotstandby.failover.identity import RecordId
@@ -116,9 +116,12 @@ class Consumer:
     def receive(self, timeout_millis: int | None = None) -> pulsar.Message:
         """As :meth:`pulsar.Consumer.receive`; raises ``pulsar.Timeout`` after ``timeout_millis``
         (None or negative: no limit)."""
-        for wait_ms in slices_ms(timeout_millis):
-            # Read without the lock (one per message is what it costs): a switch that begins
-            # meanwhile closes this consumer or is noticed below, under the lock.
+        deadline = deadline_of(timeout_millis)
+        while True:
+            wait_ms = slice_ms(deadline)  # short, so a switch can swap the pulsar-client object
+            if wait_ms < 0:
+                raise pulsar.Timeout("no message within the timeout")
+            # Unlocked read (once per message): a switch beginning meanwhile is noticed below.
             inner = self._inner
             if self._gate.closed or self._closed or self._held:
                 inner = self._current(wait_ms / 1000)
@@ -140,7 +143,6 @@ class Consumer:
                 out = self._accept(msg)
             if out is not None:
                 return out
-        raise pulsar.Timeout("no message within the timeout")
 
     def batch_receive(self) -> list[pulsar.Message]:
         """As :meth:`pulsar.Consumer.batch_receive` (the subscription's batch receive policy)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-__all__ = ["SLICE_MS", "slices_ms"]
+__all__ = ["SLICE_MS", "deadline_of", "slice_ms", "slices_ms"]
 
 SLICE_MS = 100  # the longest single wait
 
@@ -23,3 +23,17 @@ def slices_ms(timeout_millis: int | None) -> Iterator[int]:
         if left_ms < 0:
             return
         yield max(min(SLICE_MS, left_ms), 1)
+
+
+def deadline_of(timeout_millis: int | None) -> float | None:
+    """The monotonic deadline of ``timeout_millis`` (None or negative: none)."""
+    return None if timeout_millis is None or timeout_millis < 0 else time.monotonic() + timeout_millis / 1000
+
+
+def slice_ms(deadline: float | None) -> int:
+    """The next wait (1 to :data:`SLICE_MS` ms) before ``deadline``; -1 once it passed. A plain
+    call, for loops run once per message, where a generator costs more than the loop."""
+    if deadline is None:
+        return SLICE_MS
+    left_ms = int((deadline - time.monotonic()) * 1000)
+    return -1 if left_ms < 0 else max(min(SLICE_MS, left_ms), 1)

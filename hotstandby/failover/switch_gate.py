@@ -19,25 +19,22 @@ __all__ = ["SwitchGate"]
 class SwitchGate:
     def __init__(self, lock: threading.RLock | threading.Lock | None = None) -> None:
         self._cond = threading.Condition(lock if lock is not None else threading.RLock())
-        self._closed = False
+        #: True while a switch holds reads and sends. A plain attribute, as reads check it once
+        #: per message; act on it with the lock held.
+        self.closed = False
 
     @property
     def lock(self) -> threading.Condition:
         """The condition on the client's lock: ``with gate.lock:`` takes the client's lock."""
         return self._cond
 
-    @property
-    def closed(self) -> bool:
-        """True while a switch holds reads and sends (read it with the lock held to act on it)."""
-        return self._closed
-
     def close(self) -> None:
         with self._cond:
-            self._closed = True
+            self.closed = True
 
     def open(self) -> None:
         with self._cond:
-            self._closed = False
+            self.closed = False
             self._cond.notify_all()
 
     @contextmanager
@@ -53,7 +50,7 @@ class SwitchGate:
         """Wait until the gate is open, at most ``timeout`` s (None: no limit, for callers that
         wait in bounded slices themselves); True when it is open."""
         with self._cond:
-            return self._cond.wait_for(lambda: not self._closed, timeout)
+            return self._cond.wait_for(lambda: not self.closed, timeout)
 
     def notify(self) -> None:
         """Wake the waiters (something they wait for besides the gate changed)."""
