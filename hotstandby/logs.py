@@ -167,6 +167,12 @@ class Seldom:
         self._counts: dict[str, int] = {}
 
     def info(self, event: str, **fields: Any) -> None:
+        self._emit(self._log.info, event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._emit(self._log.warning, event, fields)
+
+    def _emit(self, method: Any, event: str, fields: dict[str, Any]) -> None:
         count = self._counts[event] = self._counts.get(event, 0) + 1
         if count in self._LOGGED:
-            self._log.info(event, count=count, **fields)
+            method(event, count=count, **fields)

@@ -1,16 +1,16 @@
 """``hotstandby.adapters.kafka.Producer``: confluent_kafka.Producer that follows a route.
 
 Every record gets an ``hs-id`` header (producer session, partition, sequence) and goes to a
-partition the SDK chose (murmur2 of the key like the Java client, sticky when unkeyed). Until
-the cluster acknowledges it, a record is *pending*; once acknowledged it stays for a while in
-the *replay window* (``hotstandby.replay.window.ms`` / ``.bytes``).
+partition the SDK chose (murmur2 of the key like the Java client, sticky when unkeyed). What
+is pending and the replay window are the core's outbox (:mod:`hotstandby.failover.outbox`).
 
 On a switch the producer builds a client for the new cluster, drains the old one when it still
 answers (``hotstandby.drain.timeout.ms``), purges it, and re-sends — same hs-id, same
-partition, in order — every pending record and every record of the replay window that
-replication has not provably copied to the new cluster (MM2's position there, see
-replication_progress); then new records follow. Records the old cluster stored twice, or that
-replication copied, are filtered by consumers by their hs-id. ``on_delivery`` fires exactly once per produced record.
+partition, in order — what the outbox says: every pending record and every record of the
+replay window that replication has not provably copied to the new cluster (MM2's position
+there, see replication_progress); then new records follow. Records the old cluster stored
+twice, or that replication copied, are filtered by consumers by their hs-id. ``on_delivery``
+fires exactly once per produced record.
 """
 
 from __future__ import annotations
@@ -25,22 +25,23 @@ from confluent_kafka import KafkaError, KafkaException, Message
 from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.adapter import ADAPTER
-from hotstandby.adapters.kafka.replication_progress import Position, StoredRecord, read_positions, replicated
+from hotstandby.adapters.kafka.replication_progress import read_positions
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteClient, RouteFollower, wait_slices
 from hotstandby.failover.identity import HEADER, RecordId, new_session
+from hotstandby.failover.outbox import Outbox, ReplicatedTo, Stored
 from hotstandby.failover.partitioner import Partitioner
 from hotstandby.failover.probe import probe_cluster
-from hotstandby.failover.replay_window import ReplayWindow
 from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.failover.switch_protocol import SwitchPlan
-from hotstandby.logs import get_logger
+from hotstandby.logs import Seldom, get_logger
 
 __all__ = ["Producer"]
 
 log = get_logger("hotstandby.kafka.producer")
+seldom = Seldom(log)
 
 DeliveryCallback = Callable[[KafkaError | None, Message], None]
 _PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
@@ -63,8 +64,6 @@ class _Record:
     on_delivery: DeliveryCallback | None
     size: int
     reported: bool = False
-    stored_on: str = ""  # the cluster that acknowledged it last, and where
-    stored: StoredRecord | None = None
 
     @property
     def slot(self) -> tuple[str, int, int]:
@@ -128,8 +127,7 @@ class Producer(RouteClient):
         self._lock = threading.RLock()
         self._session = new_session()
         self._sequences: dict[tuple[str, int], int] = {}
-        self._pending: dict[tuple[str, int, int], _Record] = {}
-        self._window: ReplayWindow[_Record] = ReplayWindow(
+        self._outbox: Outbox[tuple[str, int, int], _Record] = Outbox(
             self.options.replay_window_ms, self.options.replay_window_bytes
         )
         self._partitioner = Partitioner(self.options.partitioner or ADAPTER.default_partitioner)
@@ -140,7 +138,7 @@ class Producer(RouteClient):
         self.resent = 0
         self.trimmed = 0  # window records not re-sent: replication had copied them
         self.switches = 0
-        self._move: tuple[RawProducer, dict[tuple[str, int], Position]] | None = None
+        self._move: tuple[RawProducer, dict[tuple[str, int], ReplicatedTo]] | None = None
         self._old: RawProducer | None = None
         self._inner = self._join(self._connect, self, SwitchGate(self._lock))
 
@@ -189,7 +187,7 @@ class Producer(RouteClient):
         """As :meth:`confluent_kafka.Producer.produce`; raises ``BufferError`` when the queue is full."""
         key_b, value_b, header_list = _as_bytes(key), _as_bytes(value), _headers(headers)
         with self._lock:
-            if len(self._pending) >= self._max_pending:
+            if self._outbox.own_pending >= self._max_pending:
                 raise BufferError("Local: Queue full")
             if partition < 0:
                 partition = self._partitioner.partition(topic, key_b, self._partitions(self._inner, topic))
@@ -215,7 +213,7 @@ class Producer(RouteClient):
             except BufferError:
                 self._sequences[(topic, partition)] = seq  # not sent: the sequence stays free
                 raise
-            self._pending[record.slot] = record
+            self._outbox.add(record.slot, record)
 
     def _send(self, record: _Record, *, wait_s: float) -> None:
         """Hand a record to the current client; waits up to ``wait_s`` for room in its queue."""
@@ -248,14 +246,15 @@ class Producer(RouteClient):
             if err is None:
                 # A report without an offset proves nothing about replication: never trimmed.
                 offset = msg.offset()
-                record.stored_on = self._spec.name
-                record.stored = (
-                    StoredRecord(record.topic, record.partition, offset, int(time.time() * 1000))
+                stored = (
+                    Stored(self._spec.name, record.topic, record.partition, offset, int(time.time() * 1000))
                     if offset is not None and offset >= 0
                     else None
                 )
-            if self._pending.pop(record.slot, None) is not None and err is None:
-                self._window.add(record, record.size)
+                self._outbox.acknowledged(record.slot, record.size, stored)
+            elif self._outbox.refused(record.slot, record.size):
+                seldom.warning("producer.replay_refused", topic=record.topic, partition=record.partition,
+                               error=err.str(), note="kept in the replay window for the next switch")  # fmt: skip
             if not record.reported:
                 record.reported = True
                 report = record.on_delivery
@@ -277,7 +276,7 @@ class Producer(RouteClient):
         """Wait until every record was acknowledged (across switches); returns how many are left."""
         for wait in wait_slices(timeout):
             self._inner.flush(wait)
-            if not self._pending:
+            if not self._outbox.pending:
                 break
         return len(self)
 
@@ -292,7 +291,7 @@ class Producer(RouteClient):
                 self._user_purge = False
 
     def __len__(self) -> int:
-        return len(self._pending)
+        return self._outbox.pending
 
     def close(self, timeout: float = 10.0) -> int:
         """Flush, stop following the route, release the client; returns records still unacknowledged."""
@@ -318,7 +317,7 @@ class Producer(RouteClient):
     def drain(self, plan: SwitchPlan) -> None:
         """A planned switch: let the old cluster acknowledge what it has (if it answers)."""
         drain_s = plan.drain_timeout_s
-        if self._pending and probe_cluster(self._spec, timeout=min(1.0, drain_s)).ok:
+        if self._outbox.pending and probe_cluster(self._spec, timeout=min(1.0, drain_s)).ok:
             self._inner.flush(drain_s)
 
     def store(self, plan: SwitchPlan) -> None:
@@ -328,7 +327,7 @@ class Producer(RouteClient):
         new = self._connect(plan.destination)
         try:
             new.list_topics(timeout=_METADATA_TIMEOUT_S)  # raises if the new cluster does not answer
-            positions = self._replication_positions(plan) if self._window else {}
+            positions = self._replication_positions(plan) if self._outbox.in_window else {}
         except BaseException:
             new.close()  # a failed attempt leaves no connection behind (the next one makes its own)
             raise
@@ -347,15 +346,13 @@ class Producer(RouteClient):
             self._old = self._inner
             self._old.purge(in_queue=True, in_flight=True, blocking=False)
             self._inner, self._spec = new, plan.destination
-            trimmed = self._drop_replicated(plan.current.active, positions)
-            self.trimmed += trimmed
-            replay = {r.slot: r for r in self._window}
-            replay.update(self._pending)
-            self._replay(new, sorted(replay.values(), key=lambda r: r.slot))
-            self.resent += len(replay)
+            replay = self._outbox.replay(plan.current.active, positions, self.options.timestamp_skew_ms)
+            self.trimmed += replay.trimmed
+            self._replay(new, replay.records)
+            self.resent += len(replay.records)
             self.switches += 1
-        log.info("producer.switched", client=self.options.client_id, source=plan.current.active,
-                 to=plan.target.active, epoch=plan.target.epoch, resent=len(replay), replicated=trimmed)  # fmt: skip
+        log.info("producer.switched", client=self.options.client_id, source=plan.current.active, to=plan.target.active,
+                 epoch=plan.target.epoch, resent=len(replay.records), replicated=replay.trimmed)  # fmt: skip
 
     def resume(self, plan: SwitchPlan) -> None:
         old, self._old = self._old, None
@@ -371,29 +368,17 @@ class Producer(RouteClient):
         deadline = time.monotonic() + (timeout_s if timeout_s > 0 else _DEFAULT_MESSAGE_TIMEOUT_MS / 1000)
         for record in records:
             # In the queue: the application's pending records, and at most a share of the window's.
-            while len(new) >= self._max_pending + len(self._pending):
+            while len(new) >= self._max_pending + self._outbox.own_pending:
                 if time.monotonic() >= deadline:
                     raise BufferError(f"re-send: no room in the queue within {timeout_s:.0f} s")
                 new.poll(0.05)
             self._send(record, wait_s=max(0.0, deadline - time.monotonic()))
 
-    def _replication_positions(self, plan: SwitchPlan) -> dict[tuple[str, int], Position]:
+    def _replication_positions(self, plan: SwitchPlan) -> dict[tuple[str, int], ReplicatedTo]:
         """MM2's position on the new cluster, by the link the plan read (none: nothing trimmed)."""
         target = plan.destination
         link: Link | None = plan.links.get((plan.current.active, target.name))
         if link is None:
             return {}
         timeout = min(_METADATA_TIMEOUT_S, plan.drain_timeout_s + 1)
-        positions: dict[tuple[str, int], Position] = read_positions(target, link, timeout=timeout)
-        return positions
-
-    def _drop_replicated(self, source: str, positions: dict[tuple[str, int], Position]) -> int:
-        """Leave out of the replay what replication provably copied to the new cluster already."""
-        if not positions:
-            return 0
-        skew = self.options.timestamp_skew_ms
-        return self._window.keep(
-            lambda r: (
-                not (r.stored_on == source and r.stored is not None and replicated(r.stored, positions, skew_ms=skew))
-            )
-        )
+        return read_positions(target, link, timeout=timeout)

@@ -9,8 +9,9 @@ cluster still answers for, then re-sends to the new cluster — same identity an
 order — every pending record and every window record replication has not provably copied
 there (:func:`~hotstandby.adapters.memory.world.progress_of`).
 
-The pending → window → re-send bookkeeping sits behind :class:`_Resend` (a seam: one object
-that is told what was acknowledged and says what to send again).
+What is pending, the replay window and what a switch sends again are the core's
+:class:`~hotstandby.failover.outbox.Outbox`, trimmed by the replication positions kept on the
+new cluster (:func:`~hotstandby.adapters.memory.world.progress_of`).
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from typing import Any
 from hotstandby.adapters.memory.client import Clock, MemoryClient, connect
 from hotstandby.adapters.memory.cluster import BrokerUnavailable, MemoryCluster
 from hotstandby.adapters.memory.message import Message
-from hotstandby.adapters.memory.world import Position, progress_of
+from hotstandby.adapters.memory.world import progress_of
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import wait_slices
 from hotstandby.failover.identity import HEADER, RecordId, new_session
+from hotstandby.failover.outbox import Outbox, ReplicatedTo, Stored
 from hotstandby.failover.partitioner import Partitioner
-from hotstandby.failover.replay_window import ReplayWindow
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
 
@@ -52,32 +53,10 @@ class _Record:
     on_delivery: DeliveryCallback | None
     size: int
     reported: bool = False
-    stored_on: str = ""  # the cluster that acknowledged it last
-    offset: int = -1  # ... at this offset
-    acked_ms: int = 0  # ... at this time
 
     @property
     def slot(self) -> tuple[str, int, int]:
         return (self.topic, self.partition, self.rid.sequence)
-
-
-class _Resend:
-    """Acknowledged records kept for a re-send after a switch: the replay window."""
-
-    def __init__(self, options: ClientOptions, clock: Clock) -> None:
-        self._window: ReplayWindow[_Record] = ReplayWindow(
-            options.replay_window_ms, options.replay_window_bytes, clock=clock
-        )
-
-    def acknowledged(self, record: _Record) -> None:
-        self._window.add(record, record.size)
-
-    def drop(self, copied: Callable[[_Record], bool]) -> int:
-        """Leave out what replication copied; how many were left out."""
-        return self._window.keep(lambda r: not copied(r))
-
-    def records(self) -> list[_Record]:
-        return list(self._window)
 
 
 def _as_bytes(value: Any) -> bytes | None:
@@ -102,13 +81,14 @@ class Producer(MemoryClient):  # type: ignore[misc,unused-ignore]
         self.peer_labels = None
         self._session = new_session()
         self._sequences: dict[tuple[str, int], int] = {}
-        self._pending: dict[tuple[str, int, int], _Record] = {}
+        self._outbox: Outbox[tuple[str, int, int], _Record] = Outbox(
+            self.options.replay_window_ms, self.options.replay_window_bytes, clock=clock
+        )
         self._queue: list[_Record] = []  # handed to the current cluster, not sent yet
-        self._resend = _Resend(self.options, clock)
         self._partitioner = Partitioner(self.options.partitioner or "murmur2")
         self._partition_counts: dict[str, int] = {}
         self._next: MemoryCluster | None = None  # built by connect(), used by move()
-        self._copied: dict[tuple[str, int], Position] = {}
+        self._copied: dict[tuple[str, int], ReplicatedTo] = {}
         self.resent = 0
         self.trimmed = 0
         self._follow_route(self)
@@ -145,7 +125,7 @@ class Producer(MemoryClient):  # type: ignore[misc,unused-ignore]
                 timestamp or int(self._clock() * 1000), rid, on_delivery or self._on_delivery,
                 len(key_b or b"") + len(value_b or b""),
             )  # fmt: skip
-            self._pending[record.slot] = record
+            self._outbox.add(record.slot, record)
             self._queue.append(record)
 
     def _send_queue(self) -> list[tuple[_Record, Message]]:
@@ -161,9 +141,8 @@ class Producer(MemoryClient):  # type: ignore[misc,unused-ignore]
             except BrokerUnavailable:
                 break
             sent += 1
-            record.stored_on, record.offset, record.acked_ms = cluster.name, offset, int(self._clock() * 1000)
-            if self._pending.pop(record.slot, None) is not None:
-                self._resend.acknowledged(record)
+            stored = Stored(cluster.name, record.topic, record.partition, offset, int(self._clock() * 1000))
+            self._outbox.acknowledged(record.slot, record.size, stored)
             if not record.reported:
                 record.reported = True
                 msg = Message(record.topic, record.partition, offset, record.key, record.value,
@@ -188,14 +167,14 @@ class Producer(MemoryClient):  # type: ignore[misc,unused-ignore]
         for wait in wait_slices(timeout):
             self.poll(0)
             with self._lock:
-                if not self._pending:
+                if not self._outbox.pending:
                     return 0
             time.sleep(min(wait, 0.01))
         return len(self)
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._pending)
+            return self._outbox.pending
 
     def close(self, timeout: float = 10.0) -> int:
         """Flush, stop following the route; returns records still unacknowledged."""
@@ -227,23 +206,13 @@ class Producer(MemoryClient):  # type: ignore[misc,unused-ignore]
     def _move(self, plan: SwitchPlan) -> None:
         assert self._next is not None
         source = plan.source.name
-        skew = self.options.timestamp_skew_ms
-        copied = self._copied
-
-        def replicated(r: _Record) -> bool:
-            position = copied.get((r.topic, r.partition))
-            return (r.stored_on == source and position is not None and r.offset <= position.offset
-                    and r.acked_ms + skew < position.written_ms)  # fmt: skip
-
-        trimmed = self._resend.drop(replicated) if copied else 0
-        again = {r.slot: r for r in self._resend.records()}
-        again.update(self._pending)
+        replay = self._outbox.replay(source, self._copied, self.options.timestamp_skew_ms)
         self._inner, self._spec, self._next = self._next, plan.destination, None
-        self._queue = sorted(again.values(), key=lambda r: r.slot)
-        self.resent += len(self._queue)
-        self.trimmed += trimmed
+        self._queue = replay.records
+        self.resent += len(replay.records)
+        self.trimmed += replay.trimmed
         log.info("producer.switched", client=self.options.client_id, source=source, to=plan.destination.name,
-                 epoch=plan.target.epoch, resent=len(self._queue), replicated=trimmed)  # fmt: skip
+                 epoch=plan.target.epoch, resent=len(replay.records), replicated=replay.trimmed)  # fmt: skip
 
     def resume(self, plan: SwitchPlan) -> None:
         """The re-send goes out with the next ``poll``/``flush``, ahead of newer records."""

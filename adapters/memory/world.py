@@ -12,8 +12,8 @@ again (the link's position lived on that cluster and is gone with it).
 Replication progress is kept where MirrorMaker 2 keeps it — on the target, per source
 partition, the last upstream offset copied and when that was written (MM2's
 ``mm2-offsets.<source>.internal``): :meth:`MemoryCluster.progress` via :func:`progress_of`.
-A producer trims its replay window with it, by the rule of the Kafka adapter
-(``replicated``: offset at or past the record's, written after the record was acknowledged).
+A producer trims its replay window with it, by the core's rule
+(:func:`hotstandby.failover.outbox.replicated`).
 No offset syncs or checkpoints are written: with the same topic names on both sides and
 records written to both (before and after a flip), a position translated from the other
 cluster could skip records of this one; a consumer starts at its group's committed offset on
@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import itertools
 import threading
-from dataclasses import dataclass
 
 from hotstandby.adapters.memory.cluster import Clock, MemoryCluster, TopicPartition
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec, Route
 from hotstandby.configcenter.memory import MemoryStore
+from hotstandby.failover.outbox import ReplicatedTo
 
-__all__ = ["Position", "World", "lookup", "progress_of"]
+__all__ = ["World", "lookup", "progress_of"]
 
 _NETWORK: dict[str, MemoryCluster] = {}  # address -> cluster, for the probe and the clients
 _NETWORK_LOCK = threading.Lock()
@@ -47,19 +47,11 @@ def lookup(address: str) -> MemoryCluster:
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class Position:
-    """The last upstream offset replicated for one source partition, and when it was written."""
-
-    offset: int
-    written_ms: int
+# target address -> (target incarnation, {source name -> {tp -> ReplicatedTo}})
+_PROGRESS: dict[str, tuple[int, dict[str, dict[TopicPartition, ReplicatedTo]]]] = {}
 
 
-# target address -> (target incarnation, {source name -> {tp -> Position}})
-_PROGRESS: dict[str, tuple[int, dict[str, dict[TopicPartition, Position]]]] = {}
-
-
-def progress_of(target: MemoryCluster, source: str) -> dict[TopicPartition, Position]:
+def progress_of(target: MemoryCluster, source: str) -> dict[TopicPartition, ReplicatedTo]:
     """Replication positions of ``source`` -> ``target``, read on ``target`` (empty when it
     keeps none, e.g. it came back empty since)."""
     with _NETWORK_LOCK:
@@ -75,7 +67,7 @@ def _record_progress(target: MemoryCluster, source: str, tp: TopicPartition, off
         if incarnation != target.incarnation:
             by_source = {}
             _PROGRESS[target.address] = (target.incarnation, by_source)
-        by_source.setdefault(source, {})[tp] = Position(offset, target.clock.now_ms())
+        by_source.setdefault(source, {})[tp] = ReplicatedTo(offset, target.clock.now_ms())
 
 
 class _Link:

@@ -3,12 +3,13 @@
 Every message gets an ``hs-id`` property (producer session, partition, sequence; hex) and
 goes to a partition the SDK chose — ``java-string`` of the partition key like the Pulsar Java
 client, sticky round-robin without a key — through a ``message_router`` that reads the
-partition back from the identity. Until the cluster acknowledges it a message is *pending*;
-afterwards it stays in the replay window for a while.
+partition back from the identity. What is pending and the replay window are the core's
+outbox (:mod:`hotstandby.failover.outbox`).
 
 In a switch (run by the client) the producer lets the old cluster acknowledge what it has
 when it still answers, makes its counterpart on the new cluster, and then re-sends — same
-properties, same partition, in order — every pending message and the replay window. The
+properties, same partition, in order — what the outbox says: every pending message and the
+replay window (Pulsar's replication position is not read: nothing is trimmed). The
 callback of ``send_async`` fires exactly once per message: with the result on the cluster
 that acknowledged it last, or with the failure pulsar-client reported (then the message is
 not sent again).
@@ -30,10 +31,10 @@ from hotstandby.adapters.pulsar.adapter import ADAPTER, decode_identity
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
 from hotstandby.failover.identity import HEADER, IdentityText, new_session
+from hotstandby.failover.outbox import Outbox
 from hotstandby.failover.partitioner import Partitioner
 from hotstandby.failover.probe import probe_cluster
-from hotstandby.failover.replay_window import ReplayWindow
-from hotstandby.logs import get_logger
+from hotstandby.logs import Seldom, get_logger
 
 if TYPE_CHECKING:
     from hotstandby.adapters.pulsar.client import Client
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["Producer"]
 
 log = get_logger("hotstandby.pulsar.producer")
+seldom = Seldom(log)
 
 SendCallback = Callable[[pulsar.Result, Any], None]
 _SEND_OPTIONS = frozenset(("partition_key", "ordering_key", "sequence_id", "replication_clusters",
@@ -77,7 +79,7 @@ class _Encoded(Schema):  # type: ignore[misc]  # pulsar.schema is untyped
 class _Message:
     """A message sent and not yet acknowledged, then in the replay window."""
 
-    __slots__ = ("callback", "content", "key", "options", "properties", "replay")
+    __slots__ = ("callback", "content", "key", "options", "properties")
 
     def __init__(
         self,
@@ -89,7 +91,6 @@ class _Message:
     ) -> None:
         self.content, self.properties, self.key, self.callback = content, properties, key, callback
         self.options = options  # the send_async keywords given, passed again when re-sent
-        self.replay = False  # re-sent from the replay window, not acknowledged again yet
 
     @property
     def partition(self) -> int:
@@ -122,8 +123,7 @@ class Producer:
         self._session = new_session()
         self._identity = IdentityText(self._session)
         self._sequences: dict[int, int] = {}
-        self._pending: dict[tuple[int, int], _Message] = {}
-        self._window: ReplayWindow[_Message] = ReplayWindow(options.replay_window_ms, options.replay_window_bytes)
+        self._outbox: Outbox[tuple[int, int], _Message] = Outbox(options.replay_window_ms, options.replay_window_bytes)
         self._partitioner = Partitioner(options.partitioner or ADAPTER.default_partitioner)
         timeout_ms = int(self._kwargs.get("send_timeout_millis", 30_000))
         self._wait_s = timeout_ms / 1000 + options.drain_timeout_ms / 1000 + 5 if timeout_ms > 0 else _NO_LIMIT_S
@@ -134,7 +134,6 @@ class Producer:
         self._block = bool(self._kwargs.get("block_if_queue_full", False))
         self._backlog: deque[_Message] = deque()
         self._resending = False
-        self._replaying = 0  # window messages in _pending (re-sent, not acknowledged again)
         self._room = threading.Condition(self._lock)  # notified on acknowledgements while re-sending
         self._generation = 0
         self._closed = False
@@ -193,8 +192,8 @@ class Producer:
             content = self._schema.encode(content)
         elif type(content) is not bytes:
             content = bytes(content)
-        # _send_lock alone: it orders the sends, and the state an acknowledgement changes
-        # (_pending) takes one dict operation at a time; a switch holds both locks.
+        # _send_lock alone: it orders the sends, and Outbox.add (what an acknowledgement
+        # changes too) is one dict operation; a switch holds both locks.
         with self._send_lock:
             if self._closed:
                 raise pulsar.AlreadyClosed("Producer has been closed")
@@ -212,9 +211,15 @@ class Producer:
             seq = self._sequences.get(partition, 0)
             self._sequences[partition] = seq + 1
             props[HEADER] = self._identity.text(partition, seq)
-            message = self._pending[(partition, seq)] = _Message(content, props, options, (partition, seq), callback)
-            if not self._resending or not self._queue(message):
-                self._send(self._inner, self._generation, message)
+            key = (partition, seq)
+            message = _Message(content, props, options, key, callback)
+            self._outbox.add(key, message)
+            try:
+                if not self._resending or not self._queue(message):
+                    self._send(self._inner, self._generation, message)
+            except BaseException:
+                self._outbox.withdraw(key)  # pulsar-client refused it at once: the caller hears of it
+                raise
 
     def send(self, content: bytes, properties: dict[str, str] | None = None, **options: Any) -> Any:
         """As :meth:`pulsar.Producer.send`: the message id, or the failure raised."""
@@ -237,10 +242,10 @@ class Producer:
         """Wait until every message sent so far was acknowledged or failed (across switches)."""
         deadline = time.monotonic() + self._wait_s
         with self._lock:
-            while self._pending:
+            while self._outbox.pending:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise pulsar.Timeout(f"{len(self._pending)} messages unacknowledged after {self._wait_s:.0f} s")
+                    raise pulsar.Timeout(f"{self._outbox.pending} messages unacknowledged after {self._wait_s:.0f} s")
                 inner = self._inner
                 self._lock.release()
                 try:
@@ -249,7 +254,7 @@ class Producer:
                     pass  # that connection was given up; the re-sent messages are pending again
                 finally:
                     self._lock.acquire()
-                if self._pending:
+                if self._outbox.pending:
                     self._delivered_cv.wait(min(left, 0.1))
 
     def close(self) -> None:
@@ -263,7 +268,7 @@ class Producer:
             self._client.retire(self, inner)
 
     def __len__(self) -> int:
-        return len(self._pending)
+        return self._outbox.pending
 
     # -- sending ----------------------------------------------------------------------------
 
@@ -284,7 +289,7 @@ class Producer:
             return True
         deadline = time.monotonic() + self._wait_s
         with self._lock:
-            while self._resending and len(self._pending) - self._replaying >= self._limit:
+            while self._resending and self._outbox.own_pending >= self._limit:
                 left = deadline - time.monotonic()
                 if not self._block or left <= 0:
                     return False
@@ -310,11 +315,11 @@ class Producer:
                         return
                     backlog = self._backlog
                     if backlog:
-                        room = self._capacity - (len(self._pending) - len(backlog))
+                        room = self._capacity - (self._outbox.pending - len(backlog))
                         if room > 0:
                             batch = [backlog.popleft() for _ in range(min(room, len(backlog)))]
                             break
-                    elif self._replaying <= 0:
+                    elif self._outbox.replaying <= 0:
                         # Everything is in pulsar's queue, and only the application's messages
                         # occupy it: sends go straight to it again.
                         self._resending = False
@@ -328,18 +333,17 @@ class Producer:
         with self._lock:
             if generation != self._generation:
                 return  # a connection given up in a switch: the message was sent again
-            self._pending.pop(message.key, None)
-            if message.replay:
-                message.replay = False
-                self._replaying -= 1
             if result.value == _OK:
-                self._window.add(message, len(message.content))
+                self._outbox.acknowledged(message.key, len(message.content))
+            elif self._outbox.refused(message.key, len(message.content)):
+                seldom.warning("producer.replay_refused", topic=self._topic, result=str(result),
+                               note="kept in the replay window for the next switch")  # fmt: skip
             else:
-                log.warning("producer.send_failed", topic=self._topic, result=str(result))
+                seldom.warning("producer.send_failed", topic=self._topic, result=str(result))
             callback, message.callback = message.callback, None  # it fires once
             if self._resending:
                 self._room.notify_all()  # the re-send and blocked sends wait for room
-            if not self._pending:
+            if not self._outbox.pending:
                 self._delivered_cv.notify_all()  # flush() waits for that
         if callback is not None:
             callback(result, message_id)
@@ -349,7 +353,7 @@ class Producer:
     def drain(self, old: ClusterSpec) -> None:
         """Planned switch: let the old cluster acknowledge what it has, within the drain timeout."""
         with self._lock:
-            if not self._pending:
+            if not self._outbox.pending:
                 return
             inner = self._inner
         timeout = self._client.options.drain_timeout_ms / 1000
@@ -369,14 +373,8 @@ class Producer:
             with self._send_lock, self._lock:
                 self._generation += 1
                 self._inner = new
-                for message in self._window:
-                    message.replay = True
-                replay = {m.key: m for m in self._window}
-                replay.update(self._pending)  # with messages still replayed from a switch before
-                self._window.keep(lambda _: False)  # re-sent: they come back when acknowledged
-                self._pending.update(replay)
-                self._replaying = sum(1 for m in replay.values() if m.replay)
-                self._backlog = deque(replay[key] for key in sorted(replay))
+                replay = self._outbox.replay().records  # with messages still replayed from a switch before
+                self._backlog = deque(replay)
                 self._resending = bool(replay)
                 self.resent += len(replay)
                 if replay:

@@ -1,0 +1,149 @@
+"""The producer's outbox: pending → replay window → re-send, one rule for every system."""
+
+from __future__ import annotations
+
+from hotstandby.failover.outbox import Outbox, ReplicatedTo, Stored, replicated
+
+SKEW = 5_000
+Key = tuple[str, int, int]
+
+
+def outbox(max_age_ms: int = 60_000, max_bytes: int = 1 << 20, now: list[float] | None = None) -> Outbox[Key, str]:
+    clock = (lambda: now[0]) if now is not None else (lambda: 0.0)
+    return Outbox(max_age_ms, max_bytes, clock=clock)
+
+
+def stored(offset: int, acked_ms: int, topic: str = "orders", partition: int = 0, cluster: str = "a") -> Stored:
+    return Stored(cluster, topic, partition, offset, acked_ms)
+
+
+# -- the replication rule -------------------------------------------------------------------
+
+
+def test_records_at_or_before_a_later_position_are_replicated() -> None:
+    positions = {("orders", 0): ReplicatedTo(offset=41, written_ms=100_000)}
+    assert replicated(stored(41, 90_000), "a", positions, SKEW)
+    assert replicated(stored(0, 90_000), "a", positions, SKEW)
+    assert not replicated(stored(42, 90_000), "a", positions, SKEW), "past the position: not copied yet"
+
+
+def test_other_partitions_topics_and_clusters_are_not_covered() -> None:
+    positions = {("orders", 0): ReplicatedTo(offset=41, written_ms=100_000)}
+    assert not replicated(stored(1, 90_000, partition=1), "a", positions, SKEW)
+    assert not replicated(stored(1, 90_000, topic="payments"), "a", positions, SKEW)
+    assert not replicated(stored(1, 90_000), "a", {}, SKEW)
+    # Stored on another cluster than the one replication copies from (e.g. re-sent there).
+    assert not replicated(stored(1, 90_000, cluster="c"), "a", positions, SKEW)
+
+
+def test_a_position_written_before_the_record_was_acknowledged_proves_nothing() -> None:
+    # The source came back empty and counts from zero again: a position from before the
+    # restart names offsets of records that no longer exist.
+    stale = {("orders", 0): ReplicatedTo(offset=50_000, written_ms=100_000)}
+    assert not replicated(stored(10, 120_000), "a", stale, SKEW)
+    # Within the clock-skew margin it is not trusted either.
+    assert not replicated(stored(10, 96_000), "a", stale, SKEW)
+    assert replicated(stored(10, 94_999), "a", stale, SKEW)
+
+
+# -- the window's bounds --------------------------------------------------------------------
+
+
+def test_the_bytes_bound_drops_the_oldest_first() -> None:
+    box = outbox(max_bytes=10)
+    for i in range(6):
+        box.add(("t", 0, i), f"r{i}")
+        assert box.acknowledged(("t", 0, i), 3)
+    assert list(box.window()) == ["r3", "r4", "r5"] and box.window_bytes == 9
+
+
+def test_the_age_bound_drops_what_was_acknowledged_too_long_ago() -> None:
+    now = [100.0]
+    box = outbox(max_age_ms=50, now=now)
+    for i, step in enumerate((0.0, 0.04, 0.02)):
+        now[0] += step
+        box.add(("t", 0, i), f"r{i}")
+        box.acknowledged(("t", 0, i), 1)
+    assert list(box.window()) == ["r1", "r2"]
+
+
+# -- pending, acknowledged, refused ---------------------------------------------------------
+
+
+def test_an_acknowledged_record_leaves_pending_for_the_window_once() -> None:
+    box = outbox()
+    box.add(("t", 0, 0), "r0")
+    assert (box.pending, box.in_window) == (1, 0)
+    assert box.acknowledged(("t", 0, 0), 2)
+    assert not box.acknowledged(("t", 0, 0), 2), "a second report of the same record changes nothing"
+    assert (box.pending, box.in_window) == (0, 1)
+
+
+def test_a_refused_record_of_the_application_leaves_the_outbox() -> None:
+    box = outbox()
+    box.add(("t", 0, 0), "r0")
+    assert not box.refused(("t", 0, 0), 2), "the application's own record: its callback reports it"
+    assert (box.pending, box.in_window) == (0, 0)
+    assert box.replay().records == []
+
+
+# -- a switch -------------------------------------------------------------------------------
+
+
+def test_a_switch_resends_pending_and_window_in_key_order_less_what_was_replicated() -> None:
+    box = outbox()
+    for seq in range(4):
+        box.add(("t", 0, seq), f"p0-{seq}")
+    box.add(("t", 1, 0), "p1-0")
+    box.acknowledged(("t", 0, 0), 1, stored(10, 1_000, topic="t"))  # copied (position 10 below)
+    box.acknowledged(("t", 0, 2), 1, stored(12, 1_000, topic="t"))  # past the position
+    box.acknowledged(("t", 1, 0), 1)  # acknowledged without a position: never trimmed
+    positions = {("t", 0): ReplicatedTo(offset=10, written_ms=10_000)}
+
+    replay = box.replay("a", positions, SKEW)
+
+    assert replay.trimmed == 1
+    assert replay.records == ["p0-1", "p0-2", "p0-3", "p1-0"]
+    assert (box.pending, box.own_pending, box.replaying, box.in_window) == (4, 2, 2, 0)
+
+
+def test_without_positions_the_whole_window_is_resent() -> None:
+    box = outbox()
+    box.add(("t", 0, 0), "r0")
+    box.acknowledged(("t", 0, 0), 1, stored(0, 1_000))
+    assert box.replay().records == ["r0"]
+
+
+def test_a_replay_acknowledged_by_the_new_cluster_enters_the_window_with_that_time() -> None:
+    now = [0.0]
+    box = outbox(max_age_ms=1_000, now=now)
+    box.add(("t", 0, 0), "r0")
+    box.acknowledged(("t", 0, 0), 1)
+    now[0] = 0.9
+    box.replay()
+    now[0] = 1.5  # past the first acknowledgement's window
+    assert box.acknowledged(("t", 0, 0), 1)
+    assert list(box.window()) == ["r0"], "protected for a whole window on the new cluster"
+    assert box.replaying == 0
+    # A second switch sends it again (the new cluster may fail before replicating it).
+    assert box.replay().records == ["r0"]
+
+
+def test_a_refused_replay_goes_back_into_the_window_for_the_next_switch() -> None:
+    box = outbox()
+    box.add(("t", 0, 0), "r0")
+    box.acknowledged(("t", 0, 0), 1)
+    box.replay()
+    assert box.refused(("t", 0, 0), 1), "the application was told it was stored: the caller reports it"
+    assert (box.pending, box.in_window, box.replay_failures) == (0, 1, 1)
+    assert box.replay().records == ["r0"]
+
+
+def test_records_still_pending_from_a_switch_before_are_sent_again_once() -> None:
+    box = outbox()
+    box.add(("t", 0, 0), "r0")
+    box.acknowledged(("t", 0, 0), 1)
+    box.add(("t", 0, 1), "r1")
+    assert box.replay().records == ["r0", "r1"]
+    assert box.replay().records == ["r0", "r1"], "nothing acknowledged in between: the same, once each"
+    assert (box.pending, box.own_pending, box.replaying) == (2, 1, 1)
