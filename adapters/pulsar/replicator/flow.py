@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import json
 import re
 import threading
@@ -37,6 +36,7 @@ import pulsar
 
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM
 from hotstandby.adapters.pulsar.replicator.config import PulsarFlowConfig
+from hotstandby.adapters.pulsar.replicator.readers import SourceReaders
 from hotstandby.configcenter import ConfigCenter, KVStore
 from hotstandby.configcenter.doc_parsing import load_object
 from hotstandby.configcenter.etcd import EtcdStore
@@ -102,7 +102,9 @@ class PulsarFlow:
             settings = Settings(etcd=parse_endpoints(config.etcd), namespace=config.config_namespace)
             self._store = EtcdStore(settings.etcd, timeout=settings.etcd_timeout)
             self._center = ConfigCenter(self._store, settings.namespace)
-        self._readers: dict[str, pulsar.Reader] = {}  # source topic (or partition topic) -> reader
+        self._readers = SourceReaders(
+            config.name, self._open_reader, on_failure=lambda part, exc: self.status.error(f"{part}: {exc}")
+        )
         self._producers: dict[str, pulsar.Producer] = {}
         self._progress: dict[str, bytes] = {}  # partition topic -> serialized last copied message id
         self.topics: list[str] = []
@@ -126,8 +128,16 @@ class PulsarFlow:
                     # Copying again from the earliest message duplicates copies (filtered by
                     # identity downstream); trusting a damaged position could skip messages.
                     log.warning("replicator.progress_rejected", flow=self.config.name, topic=topic, reason=str(exc))
+        return self._resume_from(topic)
+
+    def _resume_from(self, topic: str) -> pulsar.MessageId:
         saved = self._progress.get(topic)
         return pulsar.MessageId.deserialize(saved) if saved else pulsar.MessageId.earliest
+
+    def _open_reader(self, part: str) -> pulsar.Reader:
+        """A reader of ``part`` after what the flow copied (after the stored progress the first time)."""
+        start = self._resume_from(part) if part in self._progress else self._load_progress(part)
+        return self._source.create_reader(part, start)
 
     def _store_progress(self, done: dict[str, pulsar.MessageId]) -> None:
         for topic, mid in done.items():
@@ -150,7 +160,7 @@ class PulsarFlow:
             if topic in self.topics:
                 continue
             for part in self._source.get_topic_partitions(topic):
-                self._readers[part] = self._source.create_reader(part, self._load_progress(part))
+                self._readers.add(part)
             self.topics.append(topic)
             log.info(
                 "replicator.reading", flow=self.config.name, topic=topic, resume_after=str(self._progress.get(topic))
@@ -173,13 +183,6 @@ class PulsarFlow:
         return producer
 
     # -- copying --------------------------------------------------------------------------
-
-    def _read_round(self) -> list[tuple[str, pulsar.Message]]:
-        batch: list[tuple[str, pulsar.Message]] = []
-        for part, reader in self._readers.items():
-            while len(batch) < _BATCH and reader.has_message_available():
-                batch.append((part, reader.read_next(_TIMEOUT_S * 1000)))
-        return batch
 
     def _copy(self, batch: list[tuple[str, pulsar.Message]]) -> None:
         results: list[Any] = []
@@ -234,15 +237,6 @@ class PulsarFlow:
         # message was when the round was full (more is waiting), else 0.
         self.status.lag_seconds = round(time.time() - newest / 1000, 3) if len(batch) >= _BATCH and newest else 0.0
 
-    def _rewind(self) -> None:
-        """After a failure: new readers from the stored progress (what was not stored is read again)."""
-        for part, reader in list(self._readers.items()):
-            with contextlib.suppress(pulsar.PulsarException):
-                reader.close()
-            saved = self._progress.get(part)
-            start = pulsar.MessageId.deserialize(saved) if saved else pulsar.MessageId.earliest
-            self._readers[part] = self._source.create_reader(part, start)
-
     # -- the loop -------------------------------------------------------------------------
 
     def run(self, stop: threading.Event) -> None:
@@ -254,7 +248,7 @@ class PulsarFlow:
                     self._refresh_topics()
                     last_refresh = now
                     self.status.state = "running"
-                batch = self._read_round()
+                batch = self._readers.read_round(_BATCH, _TIMEOUT_S * 1000)
                 if batch:
                     self._copy(batch)
                 else:
@@ -276,15 +270,13 @@ class PulsarFlow:
         self.status.error(str(exc))
         self.status.write(self.config.status_path)
         stop.wait(self._backoff)
-        try:
-            self._rewind()
-        except pulsar.PulsarException as again:
-            log.warning("replicator.rewind_failed", flow=self.config.name, error=str(again))
+        self._readers.rewind()
 
     def close(self) -> None:
         self.status.state = "stopped"
         self.status.write(self.config.status_path)
-        for closeable in (*self._readers.values(), *self._producers.values(), self._source, self._target):
+        self._readers.close()
+        for closeable in (*self._producers.values(), self._source, self._target):
             try:
                 closeable.close()
             except pulsar.PulsarException as exc:
