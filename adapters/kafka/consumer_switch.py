@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping
 
 from confluent_kafka import Consumer as RawConsumer
@@ -30,6 +29,7 @@ from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
 from hotstandby.adapters.kafka.group_leave import GroupLeaves
 from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
 from hotstandby.configcenter.documents import ClusterSpec
+from hotstandby.configcenter.polling import wait_until
 from hotstandby.failover.switch_protocol import SwitchPlan
 
 __all__ = ["ConsumerSwitch"]
@@ -71,17 +71,20 @@ class ConsumerSwitch:
             start = self._start_positions(assignment)
         if not ends:
             return
-        deadline = time.monotonic() + timeout
-        while True:
+        left: dict[Slot, int] = dict(ends)
+
+        def drained() -> bool:
+            nonlocal left
             with s.lock:
                 positions = self._fetcher.positions(assignment)
                 left = {
                     slot: end for slot, end in ends.items()
                     if max(positions.get(slot, -1), start.get(slot, -1)) < end
                 }  # fmt: skip
-            if not left or time.monotonic() >= deadline:
-                break
-            time.sleep(0.02)  # the application reads meanwhile: nothing to wait on but its progress
+            return not left
+
+        # The application reads meanwhile: nothing to wait on but its progress.
+        wait_until(drained, timeout, first=0.02, most=0.02)
         if left:
             log.warning("consumer.drain_incomplete", cluster=plan.source.name, partitions=len(left),
                         timeout_ms=round(timeout * 1000))  # fmt: skip

@@ -129,8 +129,10 @@ def leave_in_turn(
             raw.close()
         except (KafkaException, RuntimeError) as exc:  # the old cluster may be gone
             log.warning("consumer.close_failed", group=group, error=str(exc))
-        while held and _settled(admin, spec, group) is False and time.monotonic() < deadline:
-            time.sleep(0.1)
+        if held:
+            wait_until(
+                lambda: _settled(admin, spec, group) is not False, deadline - time.monotonic(), first=0.1, most=0.1
+            )
     finally:
         if held and lock is not None:
             lock.release()

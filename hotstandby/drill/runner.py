@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from hotstandby.configcenter import ConfigCenter
+from hotstandby.configcenter import ConfigCenter, polling
 from hotstandby.drill.report import DrillReport, SwitchReport
 from hotstandby.drill.tally import SwitchMark, Tally
 from hotstandby.errors import HotStandbyError
@@ -177,13 +177,14 @@ def run_drill(
             progress(DrillProgress(produced, consumed, options.messages, len(tally.switches), phase))
 
     def wait_until(condition: Callable[[], bool], phase: str, limit: float) -> bool:
-        end = min(ctx.deadline, time.monotonic() + limit)
-        while not condition():
-            if ctx.stop.is_set() or time.monotonic() > end:
-                return False
+        def met_or_stopped() -> bool:
+            if condition():
+                return True
             report_progress(phase)
-            time.sleep(0.2)
-        return True
+            return ctx.stop.is_set()
+
+        end = min(ctx.deadline, time.monotonic() + limit)
+        return polling.wait_until(met_or_stopped, end - time.monotonic(), first=0.2, most=0.2) and condition()
 
     center = ConfigCenter.open(replace(rc.settings(), namespace=namespace))
     try:

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from hotstandby.configcenter.polling import wait_until
 from hotstandby.errors import ProcessStartError
 from hotstandby.logs import get_logger
 
@@ -61,12 +62,7 @@ def is_running(pid: int, argv: Sequence[str]) -> bool:
 
 
 def _wait_gone(pid: int, argv: Sequence[str], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not is_running(pid, argv):
-            return True
-        time.sleep(0.05)
-    return not is_running(pid, argv)
+    return wait_until(lambda: not is_running(pid, argv), timeout, first=0.05, most=0.05)
 
 
 def stop_pid(pid: int, argv: Sequence[str], *, timeout: float = 10.0, sig: int = signal.SIGTERM) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 
+from hotstandby.configcenter.polling import wait_until
 from hotstandby.errors import ConcurrentUpdateError, ConfigCenterError, FencedError
 from hotstandby.failover.ack_tracker import AckTracker, LedgerKey
 from hotstandby.failover.ledger.store import LedgerStore
@@ -95,12 +96,9 @@ class Ledgers:
         Without ``deadline`` one attempt (none within a second of a failed one); with one,
         attempts until it passes."""
         self.dirty |= keys
-        while True:
-            if self._attempt(force=deadline is not None):
-                return True
-            if deadline is None or time.monotonic() >= deadline:
-                return False
-            time.sleep(min(0.1, max(deadline - time.monotonic(), 0.0)))
+        if deadline is None:
+            return self._attempt(force=False)
+        return wait_until(lambda: self._attempt(force=True), deadline - time.monotonic(), first=0.1, most=0.1)
 
     def _attempt(self, *, force: bool) -> bool:
         if not self.dirty:
