@@ -1,1 +1,38 @@
-"""PySpark data source reading through hotstandby's failover logic (requires ``hotstandby[spark]``)."""
+"""PySpark data source reading through hotstandby's failover logic (``hotstandby[spark]``).
+
+::
+
+    from hotstandby.spark_integration import register
+
+    register(spark)
+    stream = (spark.readStream.format("hotstandby")
+              .option("hotstandby.route", "orders").option("hotstandby.group", "orders-etl")
+              .option("subscribe", "orders").load())
+
+Importing this package does not import pyspark; :func:`register` does. See docs/spark.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FORMAT", "register"]
+
+#: The name to give ``spark.read.format`` and ``spark.readStream.format``.
+FORMAT = "hotstandby"
+
+
+def register(spark: Any) -> None:
+    """Register the ``hotstandby`` format with ``spark`` (a ``SparkSession``)."""
+    from hotstandby.registry import import_adapter_module
+
+    import_adapter_module("kafka")  # a missing confluent-kafka says which extra to install
+    try:
+        from hotstandby.spark_integration.source import HotStandbyDataSource
+    except ImportError as exc:
+        from hotstandby.errors import MissingDependencyError
+
+        raise MissingDependencyError(
+            f"the Spark source needs pyspark and pyarrow: pip install 'hotstandby[spark]' ({exc})"
+        ) from exc
+    spark.dataSource.register(HotStandbyDataSource)

@@ -8,6 +8,9 @@
                                                (the epoch floor; outlives a deleted route)
     <ns>/links/<source>/<target>               Link JSON
     <ns>/ledgers/<group>/<topic>/<partition>   ack-ledger snapshot
+    <ns>/staged/<group>/<batch>/<topic>/<partition>/<part>
+                                               acknowledgements a batch's task staged, merged
+                                               into the ledger when the batch commits
     <ns>/clients/<route>/<client-id>           client presence (under a lease)
     <ns>/replication/<flow>/<topic>            a Pulsar replicator's progress (last copied message id)
     <ns>/topics/<cluster>/<topic>              topics known to exist on a cluster (for
@@ -82,6 +85,13 @@ class Keys:
 
     def ledger(self, group: str, topic: str, partition: int) -> str:
         return f"{self.ledgers}{_seg(group)}/{_seg(topic)}/{int(partition)}"
+
+    def staged(self, group: str, batch: str) -> str:
+        """``<ns>/staged/<group>/<batch>/``: what the tasks of one batch staged."""
+        return f"{self.namespace}/staged/{_seg(group)}/{_seg(batch)}/"
+
+    def staged_part(self, group: str, batch: str, topic: str, partition: int, part: int) -> str:
+        return f"{self.staged(group, batch)}{_seg(topic)}/{int(partition)}/{int(part)}"
 
     def client(self, route: str, client_id: str) -> str:
         return f"{self.clients}{_seg(route)}/{_seg(client_id)}"

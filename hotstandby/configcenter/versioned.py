@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from hotstandby.configcenter.center import ConfigCenter
 from hotstandby.errors import ConcurrentUpdateError
 
-__all__ = ["Versioned", "read_versioned", "update_versioned"]
+__all__ = ["Versioned", "delete_keys", "put_value", "read_prefix", "read_versioned", "update_versioned"]
 
 
 @dataclass(frozen=True)
@@ -37,3 +37,19 @@ def update_versioned(
         if center.store.put_if_revision(key, change(current), current.revision):
             return
     raise ConcurrentUpdateError(f"{key}: changed {attempts} times while updating; try again")
+
+
+def put_value(center: ConfigCenter, key: str, value: bytes) -> None:
+    """Write ``value`` whatever is there (a key only one writer writes, or writes the same)."""
+    center.store.put(key, value)
+
+
+def read_prefix(center: ConfigCenter, prefix: str) -> list[Versioned]:
+    """Every key under ``prefix``, at one revision."""
+    kvs, _ = center.store.get_prefix(prefix)
+    return [Versioned(kv.key, kv.value, kv.mod_revision) for kv in kvs]
+
+
+def delete_keys(center: ConfigCenter, keys: list[str]) -> None:
+    for key in keys:
+        center.store.delete(key)

@@ -127,22 +127,34 @@ class RouteFollower:
             drain_timeout_s=self.options.drain_timeout_ms / 1000,
         )
 
-    def join(self, participant: SwitchParticipant, gate: SwitchGate, source: Callable[[], ClusterSpec]) -> None:
+    def join(
+        self,
+        participant: SwitchParticipant,
+        gate: SwitchGate,
+        source: Callable[[], ClusterSpec],
+        *,
+        since: Route | None = None,
+    ) -> None:
         """Follow the route from now on, moving ``participant`` through the switch protocol
-        (``source()``: the cluster it uses now)."""
+        (``source()``: the cluster it uses now). ``since``: the route as the participant last
+        followed it, when that is not the route read now (a query restarted from a checkpoint
+        taken at an older epoch): the current route is then a switch to run."""
 
         def perform(current: Route, target: Route, set_state: Callable[[SwitchState], None]) -> None:
             plan = self.plan(current, target, source())
             run_switch(participant, gate, plan, set_state, self._wait_peers)
 
-        self.start(perform)
+        self.start(perform, since=since)
 
     def _wait_peers(self, target: Route, timeout: float, labels: Mapping[str, str]) -> list[str]:
         return self.await_peers(target, timeout, **labels)
 
-    def start(self, perform: Perform) -> None:
-        """Follow the route from now on: changes run ``perform`` on the switcher's thread."""
-        self.switcher = Switcher(self.options.client_id, self.initial_route, perform, answers=self.target_answers)
+    def start(self, perform: Perform, *, since: Route | None = None) -> None:
+        """Follow the route from now on: changes run ``perform`` on the switcher's thread
+        (``since``: see :meth:`join`)."""
+        self.switcher = Switcher(
+            self.options.client_id, since or self.initial_route, perform, answers=self.target_answers
+        )
         self.presence = Presence(self.center, self.options.route, self.options.client_id, self.role)
         self.switcher.listen(self._publish)
         self._publish()

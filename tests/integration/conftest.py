@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +24,44 @@ def refcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefCluster]
         yield rc
     finally:
         rc.down()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark session (two cores, loopback only) for every Spark test; its JVM is
+    stopped by PID afterwards."""
+    pytest.importorskip("pyspark")
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    from hotstandby.spark_integration import register
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("hotstandby-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        register(session)
+        yield session
+    finally:
+        session.stop()
+        gateway = SparkContext._gateway
+        if gateway is not None:
+            gateway.shutdown()
+            proc = getattr(gateway, "proc", None)
+            if proc is not None:
+                proc.terminate()
+                proc.wait(30)
+            SparkContext._gateway = None
+            SparkContext._jvm = None
 
 
 @pytest.fixture

@@ -1,0 +1,112 @@
+"""The streaming offset: positions that name the route, the epoch and the cluster they are on.
+
+Spark keeps a source's offsets in the query's checkpoint as JSON and compares them as
+strings, so :meth:`SourceOffset.to_dict` always writes the same keys in the same order::
+
+    {"route": "orders", "epoch": 2, "cluster": "kafka-b",
+     "positions": {"kafka-a.orders": {"0": 40}, "orders": {"0": 12}},
+     "logical": {"kafka-a.orders": "orders"},
+     "starts": {"orders": {"0": 0}},
+     "switch": {"from": "kafka-a", "epoch": 1, "strategies": {"mm2-checkpoint": 1, "beginning": 1}}}
+
+``positions`` are the next offsets to read per physical topic-partition (Spark's Kafka form);
+``logical`` names the logical topic of each remote copy (MM2's ``kafka-a.orders``). ``starts``
+is where the batch ending at this offset begins for the partitions the previous offset does
+not cover — new partitions, or every partition of the cluster a switch moved to (then
+``switch`` says which strategies chose those starts). So a batch's ranges follow from its two
+offsets alone, and a replayed batch reads exactly what the first attempt read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hotstandby.errors import ValidationError
+
+__all__ = ["Positions", "SourceOffset"]
+
+#: physical topic -> partition -> offset
+Positions = Mapping[str, Mapping[int, int]]
+
+_WHAT = "streaming offset"
+
+
+def _positions_json(positions: Positions) -> dict[str, dict[str, int]]:
+    return {t: {str(p): positions[t][p] for p in sorted(positions[t])} for t in sorted(positions) if positions[t]}
+
+
+def _read_positions(doc: Mapping[str, Any], key: str) -> dict[str, dict[int, int]]:
+    value = doc.get(key, {})
+    if not isinstance(value, dict):
+        raise ValidationError(_WHAT, f"{key!r} must be an object")
+    out: dict[str, dict[int, int]] = {}
+    for topic, parts in value.items():
+        if not isinstance(parts, dict):
+            raise ValidationError(_WHAT, f"{key}.{topic}: expected partition -> offset")
+        try:
+            out[str(topic)] = {int(p): int(o) for p, o in parts.items()}
+        except (TypeError, ValueError):
+            raise ValidationError(_WHAT, f"{key}.{topic}: partitions and offsets must be integers") from None
+    return out
+
+
+@dataclass(frozen=True)
+class SourceOffset:
+    """One end of a micro-batch (see the module docs)."""
+
+    route: str
+    epoch: int
+    cluster: str
+    positions: Positions
+    logical: Mapping[str, str] = field(default_factory=dict)
+    starts: Positions = field(default_factory=dict)
+    switch: Mapping[str, Any] | None = None
+
+    def logical_of(self, physical: str) -> str:
+        return self.logical.get(physical, physical)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "route": self.route,
+            "epoch": self.epoch,
+            "cluster": self.cluster,
+            "positions": _positions_json(self.positions),
+        }
+        copies = {t: self.logical[t] for t in sorted(self.logical) if t in self.positions and self.logical[t] != t}
+        if copies:
+            out["logical"] = copies
+        starts = _positions_json(self.starts)
+        if starts:
+            out["starts"] = starts
+        if self.switch:
+            out["switch"] = dict(self.switch)
+        return out
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> SourceOffset:
+        if not isinstance(doc, Mapping):
+            raise ValidationError(_WHAT, f"expected an object, got {type(doc).__name__}")
+        route, epoch, cluster = doc.get("route"), doc.get("epoch"), doc.get("cluster")
+        if not isinstance(route, str) or not isinstance(cluster, str) or type(epoch) is not int:
+            raise ValidationError(_WHAT, "needs 'route' and 'cluster' (text) and 'epoch' (an integer)")
+        logical = doc.get("logical", {})
+        if not isinstance(logical, dict) or not all(isinstance(v, str) for v in logical.values()):
+            raise ValidationError(_WHAT, "'logical' must map topics to topics")
+        switch = doc.get("switch")
+        if switch is not None and not isinstance(switch, dict):
+            raise ValidationError(_WHAT, "'switch' must be an object")
+        return cls(
+            route=route,
+            epoch=epoch,
+            cluster=cluster,
+            positions=_read_positions(doc, "positions"),
+            logical={str(k): v for k, v in logical.items()},
+            starts=_read_positions(doc, "starts"),
+            switch=switch,
+        )
+
+    def with_positions(self, positions: Positions, *, starts: Positions | None = None) -> SourceOffset:
+        """An offset on the same cluster further on (``starts``: where new partitions begin)."""
+        return SourceOffset(self.route, self.epoch, self.cluster, positions, self.logical, starts or {}, None)

@@ -1,0 +1,263 @@
+"""The data source's options: Spark's Kafka source names where they mean the same, plus the
+``hotstandby.*`` failover keys.
+
+Spark hands options over as strings with case-insensitive keys; they are read once, on the
+driver, into a :class:`SourceOptions` that travels (pickled) to the executors.
+
+==================================  ========  ================================================
+option                              default   meaning
+==================================  ========  ================================================
+``hotstandby.route``                required  the route whose active cluster is read
+``hotstandby.group``                required  the query's ledger name (streaming; one per query)
+                                    for       and its Kafka group id (progress is committed
+                                    streams   there, so MirrorMaker 2 checkpoints translate it)
+``hotstandby.etcd``                 env/def.  config center endpoints
+``hotstandby.namespace``            env/def.  config center namespace
+``hotstandby.etcd.timeout.ms``      env/def.  etcd calls' timeout
+``hotstandby.drain.timeout.ms``     10000     a planned switch: time to finish the old cluster
+``hotstandby.timestamp.skew.ms``    5000      margin of the timestamp-seek fallback
+``hotstandby.dedupe``               true      batch reads: one row per ``hs_id``
+``subscribe``                       one of    comma-separated logical topics
+``subscribePattern``                these     a regular expression over logical topic names
+``assign``                          three     JSON ``{"topic": [0, 1]}``
+``startingOffsets``                 latest    ``earliest``, ``latest`` or JSON (batch: earliest)
+``endingOffsets``                   latest    batch reads: ``latest`` or JSON
+``startingTimestamp``               none      ms since the epoch: start at the first record then
+``maxOffsetsPerTrigger``            none      records per micro-batch (all partitions)
+``minPartitions``                   none      at least this many Spark partitions per batch
+``failOnDataLoss``                  true      fail when planned records are gone (else log)
+``includeHeaders``                  false     add the ``headers`` column
+``kafkaConsumer.pollTimeoutMs``     120000    an executor gives up on a broker that sends nothing
+``kafka.*``                                   passed to the Kafka client (prefix removed)
+==================================  ========  ================================================
+
+``kafka.bootstrap.servers`` (and any setting that names a cluster) is refused: the route
+decides which cluster is read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from hotstandby.adapter import cluster_keys
+from hotstandby.errors import ConfigError, ValidationError
+from hotstandby.settings import Settings
+
+__all__ = ["EARLIEST", "LATEST", "SourceOptions", "parse_options"]
+
+EARLIEST = "earliest"
+LATEST = "latest"
+
+_HS = "hotstandby."
+_KNOWN_HS = frozenset(
+    _HS + k
+    for k in (
+        "route",
+        "group",
+        "etcd",
+        "namespace",
+        "etcd.timeout.ms",
+        "drain.timeout.ms",
+        "timestamp.skew.ms",
+        "dedupe",
+    )
+)
+_KNOWN = frozenset(
+    {
+        "subscribe",
+        "subscribepattern",
+        "assign",
+        "startingoffsets",
+        "endingoffsets",
+        "startingtimestamp",
+        "maxoffsetspertrigger",
+        "minpartitions",
+        "failondataloss",
+        "includeheaders",
+        "kafkaconsumer.polltimeoutms",
+    }
+)
+# What Spark's Kafka source takes that means nothing here: refused rather than ignored.
+_REFUSED = {
+    "kafka.group.id": "the Kafka group id is hotstandby.group",
+    "kafka.auto.offset.reset": "use startingOffsets",
+    "kafka.enable.auto.commit": "the source commits its progress itself",
+}
+
+
+def _flag(key: str, value: str | None, default: bool) -> bool:
+    if value is None:
+        return default
+    text = value.strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValidationError(key, f"expected true or false, got {value!r}")
+
+
+def _count(key: str, value: str | None, *, positive: bool = True) -> int | None:
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValidationError(key, f"expected an integer, got {value!r}") from None
+    if number < (1 if positive else 0):
+        raise ValidationError(key, f"must be {'positive' if positive else 'at least 0'}, got {number}")
+    return number
+
+
+def _millis(raw: Mapping[str, str], key: str, default: int) -> int:
+    value = _count(key, raw.get(key), positive=False)
+    return default if value is None else value
+
+
+def _positions(key: str, value: str | None, default: str) -> str | dict[str, dict[int, int]]:
+    """``earliest``, ``latest`` or Spark's JSON ``{"topic": {"0": 23}}`` (-2 earliest, -1 latest)."""
+    text = (value or default).strip()
+    if text.lower() in (EARLIEST, LATEST):
+        return text.lower()
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        raise ValidationError(key, f"expected earliest, latest or JSON, got {text[:60]!r}") from None
+    if not isinstance(doc, dict):
+        raise ValidationError(key, 'expected a JSON object {"topic": {"partition": offset}}')
+    out: dict[str, dict[int, int]] = {}
+    for topic, parts in doc.items():
+        if not isinstance(parts, dict):
+            raise ValidationError(key, f"topic {topic!r}: expected an object of partition -> offset")
+        try:
+            out[str(topic)] = {int(p): int(o) for p, o in parts.items()}
+        except (TypeError, ValueError):
+            raise ValidationError(key, f"topic {topic!r}: partitions and offsets must be integers") from None
+        if any(o < -2 for o in out[str(topic)].values()):
+            raise ValidationError(key, f"topic {topic!r}: an offset below -2")
+    return out
+
+
+def _assign(value: str) -> dict[str, tuple[int, ...]]:
+    try:
+        doc = json.loads(value)
+    except ValueError:
+        raise ValidationError("assign", f'expected JSON {{"topic": [0, 1]}}, got {value[:60]!r}') from None
+    if not isinstance(doc, dict) or not all(
+        isinstance(p, list) and all(isinstance(i, int) and i >= 0 for i in p) for p in doc.values()
+    ):
+        raise ValidationError("assign", 'expected JSON {"topic": [0, 1]}')
+    return {str(t): tuple(sorted(set(p))) for t, p in doc.items()}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceOptions:
+    """Everything the source was configured with, checked."""
+
+    route: str
+    group: str | None
+    settings: Settings
+    topics: tuple[str, ...] = ()
+    pattern: str | None = None
+    assign: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    starting: str | Mapping[str, Mapping[int, int]] = LATEST
+    ending: str | Mapping[str, Mapping[int, int]] = LATEST
+    starting_timestamp: int | None = None
+    max_per_trigger: int | None = None
+    min_partitions: int | None = None
+    fail_on_data_loss: bool = True
+    include_headers: bool = False
+    dedupe: bool = True
+    drain_timeout_ms: int = 10_000
+    timestamp_skew_ms: int = 5_000
+    poll_timeout_ms: int = 120_000
+    client: Mapping[str, str] = field(default_factory=dict)
+
+    def wants(self, logical: str) -> bool:
+        """Whether the subscription covers logical topic ``logical``."""
+        if self.topics:
+            return logical in self.topics
+        if self.assign:
+            return logical in self.assign
+        return self.pattern is not None and re.fullmatch(self.pattern, logical) is not None
+
+    def wants_partition(self, logical: str, partition: int) -> bool:
+        return self.wants(logical) and (not self.assign or partition in self.assign[logical])
+
+    def require_group(self) -> str:
+        if not self.group:
+            raise ValidationError(
+                _HS + "group", "required for a streaming read: the name the query's ledger is kept under"
+            )
+        return self.group
+
+
+def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+    """Check the options Spark passed (keys in any case) and build :class:`SourceOptions`."""
+    raw = {str(k).lower(): str(v) for k, v in options.items() if k.lower() != "path"}
+    for key in sorted(raw):
+        if key.startswith("kafka."):
+            inner = key[len("kafka.") :]
+            if inner in cluster_keys():
+                raise ConfigError(f"{key!r} must not be set: the cluster comes from route {raw.get(_HS + 'route')!r}")
+            if key in _REFUSED:
+                raise ConfigError(f"{key!r} is not supported: {_REFUSED[key]}")
+        elif key.startswith(_HS):
+            if key not in _KNOWN_HS:
+                raise ValidationError(key, f"unknown option; known: {', '.join(sorted(_KNOWN_HS))}")
+        elif key in {k.lower() for k in cluster_keys()} or key in ("service.url", "serviceurl"):
+            raise ConfigError(f"{key!r} must not be set: the cluster comes from the route")
+        elif key not in _KNOWN:
+            raise ValidationError(key, "unknown option (see docs/spark.md)")
+    route = raw.get(_HS + "route", "").strip()
+    if not route:
+        raise ValidationError(_HS + "route", "required: the route whose active cluster is read")
+    chosen = [k for k in ("subscribe", "subscribepattern", "assign") if k in raw]
+    if len(chosen) != 1:
+        raise ValidationError("subscribe", "give exactly one of subscribe, subscribePattern or assign")
+    topics = tuple(t.strip() for t in raw.get("subscribe", "").split(",") if t.strip())
+    if "subscribe" in raw and not topics:
+        raise ValidationError("subscribe", "no topic given")
+    pattern = raw.get("subscribepattern")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValidationError("subscribePattern", f"not a regular expression: {exc}") from None
+    if "endingoffsets" in raw and streaming:
+        raise ValidationError("endingOffsets", "only for batch reads (spark.read)")
+    if "startingoffsets" in raw and "startingtimestamp" in raw:
+        raise ValidationError("startingTimestamp", "give startingOffsets or startingTimestamp, not both")
+    ending = _positions("endingOffsets", raw.get("endingoffsets"), LATEST)
+    if ending == EARLIEST:
+        raise ValidationError("endingOffsets", "earliest is not allowed as an ending offset")
+    group = raw.get(_HS + "group", "").strip() or None
+    result = SourceOptions(
+        route=route,
+        group=group,
+        settings=Settings.resolve(
+            etcd=raw.get(_HS + "etcd"),
+            namespace=raw.get(_HS + "namespace"),
+            etcd_timeout=(_count(_HS + "etcd.timeout.ms", raw.get(_HS + "etcd.timeout.ms")) or 0) / 1000 or None,
+        ),
+        topics=topics,
+        pattern=pattern,
+        assign=_assign(raw["assign"]) if "assign" in raw else {},
+        starting=_positions("startingOffsets", raw.get("startingoffsets"), LATEST if streaming else EARLIEST),
+        ending=ending,
+        starting_timestamp=_count("startingTimestamp", raw.get("startingtimestamp"), positive=False),
+        max_per_trigger=_count("maxOffsetsPerTrigger", raw.get("maxoffsetspertrigger")),
+        min_partitions=_count("minPartitions", raw.get("minpartitions")),
+        fail_on_data_loss=_flag("failOnDataLoss", raw.get("failondataloss"), True),
+        include_headers=_flag("includeHeaders", raw.get("includeheaders"), False),
+        dedupe=_flag(_HS + "dedupe", raw.get(_HS + "dedupe"), True),
+        drain_timeout_ms=_millis(raw, _HS + "drain.timeout.ms", 10_000),
+        timestamp_skew_ms=_millis(raw, _HS + "timestamp.skew.ms", 5_000),
+        poll_timeout_ms=_count("kafkaConsumer.pollTimeoutMs", raw.get("kafkaconsumer.polltimeoutms")) or 120_000,
+        client={k[len("kafka.") :]: v for k, v in raw.items() if k.startswith("kafka.")},
+    )
+    if streaming:
+        result.require_group()
+    return result

@@ -1,0 +1,104 @@
+"""The ``hotstandby`` data source: PySpark's Python Data Source API over the failover core.
+
+Spark creates the source and its readers on the driver and pickles readers to the executors,
+so nothing here connects in ``__init__``: the driver-side planner (:class:`StreamPlanner`) is
+made on first use in Spark's Python runner for the query, and executors connect in ``read``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
+from pyspark.sql.types import StructType
+
+from hotstandby.spark_integration.batch import plan_batch
+from hotstandby.spark_integration.kafka_read import ReadTask, read_task
+from hotstandby.spark_integration.offsets import SourceOffset
+from hotstandby.spark_integration.options import SourceOptions, parse_options
+from hotstandby.spark_integration.schema import kafka_schema_ddl
+from hotstandby.spark_integration.stream_planner import StreamPlanner
+
+__all__ = ["HotStandbyDataSource", "HotStandbyReader", "HotStandbyStreamReader"]
+
+
+class HotStandbyDataSource(DataSource):
+    """``spark.read.format("hotstandby")`` and ``spark.readStream.format("hotstandby")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "hotstandby"
+
+    def schema(self) -> str:
+        return kafka_schema_ddl(str(self.options.get("includeHeaders", "false")).strip().lower() == "true")
+
+    def reader(self, schema: StructType) -> HotStandbyReader:
+        return HotStandbyReader(parse_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> HotStandbyStreamReader:
+        return HotStandbyStreamReader(parse_options(self.options, streaming=True))
+
+
+def _partitions(tasks: Sequence[ReadTask]) -> list[InputPartition]:
+    return [InputPartition(task) for task in tasks]
+
+
+class HotStandbyReader(DataSourceReader):
+    """A batch read: planned on the driver, read by executors."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+
+    def partitions(self) -> list[InputPartition]:
+        return _partitions(plan_batch(self._options))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return read_task(partition.value)
+
+
+class HotStandbyStreamReader(DataSourceStreamReader):
+    """A streaming read; its offsets name route, epoch and cluster (see ``offsets``)."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self._options = options
+        self._planner: StreamPlanner | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_options": self._options, "_planner": None}  # executors only read
+
+    def _plan(self, since: SourceOffset | None = None) -> StreamPlanner:
+        if self._planner is None:
+            self._planner = StreamPlanner(self._options, since)
+        return self._planner
+
+    def initialOffset(self) -> dict[str, Any]:
+        return self._plan().initial().to_dict()
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        limit = self._options.max_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        offset = SourceOffset.from_dict(start)
+        rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        end = self._plan(offset).latest(offset, rows)
+        return start if end is offset else end.to_dict()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        begin, stop = SourceOffset.from_dict(start), SourceOffset.from_dict(end)
+        return _partitions(self._plan(begin).tasks(begin, stop))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return read_task(partition.value)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        offset = SourceOffset.from_dict(end)
+        self._plan(offset).commit(offset)
+
+    def stop(self) -> None:
+        if self._planner is not None:
+            self._planner.close()
+            self._planner = None

@@ -1,0 +1,171 @@
+"""The ``hotstandby`` Spark data source on a real local Spark session and the reference cluster:
+batch reads with dedupe, and a streaming query across a flip and a failback."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from hotstandby.adapters.kafka import Producer
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.refcluster import RefCluster
+from tests.integration.kafka_helpers import create_topic, produce_all, read_all, route_config
+from tests.integration.kafka_helpers import producer as raw_producer
+from tests.support import wait_for
+
+pyspark = pytest.importorskip("pyspark")
+
+pytestmark = pytest.mark.integration
+
+
+def produce(rc: RefCluster, namespace: str, topic: str, values: list[str]) -> None:
+    producer = Producer(route_config(rc, namespace))
+    try:
+        for v in values:
+            producer.produce(topic, key=v, value=v)
+        assert producer.flush(60) == 0
+    finally:
+        producer.close()
+
+
+def options(rc: RefCluster, namespace: str, topic: str, **extra: str) -> dict[str, str]:
+    return {"hotstandby.route": "orders", "hotstandby.etcd": f"127.0.0.1:{rc.ports.etcd}",
+            "hotstandby.namespace": namespace, "subscribe": topic, **extra}  # fmt: skip
+
+
+def replicated(rc: RefCluster, topic: str, count: int) -> None:
+    """Wait until kafka-b's copy of kafka-a's ``topic`` holds ``count`` records."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    spec = rc.cluster_spec("kafka-b")
+    consumer = Consumer({"bootstrap.servers": spec.url, "group.id": "__hs-test-marks"})
+    try:
+
+        def copied() -> bool:
+            meta = consumer.list_topics(timeout=5).topics.get(f"kafka-a.{topic}")
+            if meta is None:
+                return False
+            return sum(consumer.get_watermark_offsets(TopicPartition(f"kafka-a.{topic}", p), timeout=5)[1]
+                       for p in meta.partitions) >= count  # fmt: skip
+
+        wait_for(copied, timeout=60, what=f"{count} records of {topic} copied to kafka-b")
+    finally:
+        consumer.close()
+
+
+def test_a_batch_read_sees_the_logical_topic_once_across_copies_and_re_sends(
+    spark: Any, refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    topic = f"sb-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 2)
+    before = [f"a{i}" for i in range(200)]
+    produce(refcluster, namespace, topic, before)
+    replicated(refcluster, topic, len(before))
+    center.switch("orders", "kafka-b", reason="test")
+    after = [f"b{i}" for i in range(100)]
+    produce(refcluster, namespace, topic, after)
+    # Twins as a producer's re-send after a switch makes them: records of the copy written
+    # again, identity and all, to the topic itself.
+    b = refcluster.cluster_spec("kafka-b")
+    twins = read_all(b, f"kafka-a.{topic}", 0)[:50]
+    produce_all(raw_producer(b), [{"topic": topic, "partition": 0, "key": m.key(), "value": m.value(),
+                                   "headers": m.headers()} for m in twins])  # fmt: skip
+
+    read = spark.read.format("hotstandby").options(**options(refcluster, namespace, topic))
+    rows = read.load().select("value", "topic", "cluster", "hs_id").collect()
+    values = [r.value.decode() for r in rows]
+    assert sorted(values) == sorted(before + after), "the logical stream, each record once"
+    assert {r.topic for r in rows} == {topic}, "copies carry the logical topic name"
+    assert {r.cluster for r in rows} == {"kafka-b"}
+    assert all(r.hs_id for r in rows)
+
+    raw = read.option("hotstandby.dedupe", "false").load().count()
+    assert raw == len(before) + len(after) + len(twins), "without dedupe every twin counts"
+
+
+def test_refused_options_name_the_problem(spark: Any, refcluster: RefCluster, namespace: str) -> None:
+    base = options(refcluster, namespace, "t")
+    with pytest.raises(Exception, match=r"kafka\.bootstrap\.servers"):
+        spark.read.format("hotstandby").options(**base, **{"kafka.bootstrap.servers": "x:9092"}).load().count()
+    query = spark.readStream.format("hotstandby").options(**base).load().writeStream.format("noop").start()
+    try:
+        with pytest.raises(Exception, match=r"hotstandby\.group"):  # the query fails as it starts
+            query.awaitTermination(60)
+    finally:
+        query.stop()
+
+
+class Sink:
+    """foreachBatch sink keeping rows per batch id (a replayed batch id replaces its rows)."""
+
+    def __init__(self) -> None:
+        self.batches: dict[int, list[str]] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        rows = [r.value.decode() for r in df.select("value").collect()]
+        with self.lock:
+            self.batches[batch_id] = rows
+
+    def values(self) -> list[str]:
+        with self.lock:
+            return [v for rows in self.batches.values() for v in rows]
+
+
+@pytest.fixture
+def stream(spark: Any, refcluster: RefCluster, namespace: str, tmp_path: Any) -> Iterator[Any]:
+    queries = []
+
+    def start(topic: str, sink: Sink, **extra: str) -> Any:
+        settings = {
+            "hotstandby.group": f"q-{topic}",
+            "startingOffsets": "earliest",
+            "hotstandby.drain.timeout.ms": "5000",
+        }
+        reader = spark.readStream.format("hotstandby").options(
+            **options(refcluster, namespace, topic, **settings, **extra)
+        )
+        query = (reader.load().writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "ck"))
+                 .trigger(processingTime="500 milliseconds").start())  # fmt: skip
+        queries.append(query)
+        return query
+
+    yield start
+    for q in queries:
+        q.stop()
+
+
+def test_a_streaming_query_follows_a_flip_and_a_failback_exactly_once(
+    stream: Any, refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    topic = f"ss-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 2)
+    sink = Sink()
+    query = stream(topic, sink, maxOffsetsPerTrigger="150")
+    expected: list[str] = []
+    for step, target in enumerate(("kafka-a", "kafka-b", "kafka-a")):
+        if step:
+            center.switch("orders", target, reason="test")
+        values = [f"{target}-{step}-{i}" for i in range(200)]
+        produce(refcluster, namespace, topic, values)
+        expected += values
+
+        def arrived(count: int = len(expected)) -> bool:
+            assert query.exception() is None, query.exception()
+            return len(set(sink.values())) >= count
+
+        wait_for(arrived, timeout=90, what=f"{len(expected)} records in the sink")
+    # Everything is in; two more triggers must add nothing.
+    done = len(query.recentProgress)
+    wait_for(lambda: len(query.recentProgress) >= done + 2, timeout=30, what="two more triggers")
+    seen = sink.values()
+    assert sorted(seen) == sorted(expected), "lost or duplicated"
+    progress = [p.json if hasattr(p, "json") else json.dumps(p) for p in query.recentProgress]
+    assert any("strategies" in text for text in progress), "a batch's offset names the switch and its strategies"
