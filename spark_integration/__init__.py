@@ -14,7 +14,11 @@ Importing this package does not import pyspark; :func:`register` does. See docs/
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
+
+from hotstandby.errors import MissingDependencyError
+from hotstandby.registry import import_adapter_module
 
 __all__ = ["FORMAT", "register"]
 
@@ -24,15 +28,11 @@ FORMAT = "hotstandby"
 
 def register(spark: Any) -> None:
     """Register the ``hotstandby`` format with ``spark`` (a ``SparkSession``)."""
-    from hotstandby.registry import import_adapter_module
-
     import_adapter_module("kafka")  # a missing confluent-kafka says which extra to install
-    try:
-        from hotstandby.spark_integration.source import HotStandbyDataSource
+    try:  # imported here: importing this package must not import pyspark
+        source = importlib.import_module("hotstandby.spark_integration.source")
     except ImportError as exc:
-        from hotstandby.errors import MissingDependencyError
-
         raise MissingDependencyError(
             f"the Spark source needs pyspark and pyarrow: pip install 'hotstandby[spark]' ({exc})"
         ) from exc
-    spark.dataSource.register(HotStandbyDataSource)
+    spark.dataSource.register(source.HotStandbyDataSource)

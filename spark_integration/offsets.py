@@ -25,7 +25,7 @@ from typing import Any
 
 from hotstandby.errors import ValidationError
 
-__all__ = ["Positions", "SourceOffset"]
+__all__ = ["Positions", "SourceOffset", "read_positions"]
 
 #: physical topic -> partition -> offset
 Positions = Mapping[str, Mapping[int, int]]
@@ -37,18 +37,19 @@ def _positions_json(positions: Positions) -> dict[str, dict[str, int]]:
     return {t: {str(p): positions[t][p] for p in sorted(positions[t])} for t in sorted(positions) if positions[t]}
 
 
-def _read_positions(doc: Mapping[str, Any], key: str) -> dict[str, dict[int, int]]:
-    value = doc.get(key, {})
+def read_positions(what: str, value: Any) -> dict[str, dict[int, int]]:
+    """Spark's Kafka positions ``{"topic": {"0": 23}}`` with integer partitions and offsets;
+    :class:`ValidationError` naming ``what`` otherwise."""
     if not isinstance(value, dict):
-        raise ValidationError(_WHAT, f"{key!r} must be an object")
+        raise ValidationError(what, 'expected a JSON object {"topic": {"partition": offset}}')
     out: dict[str, dict[int, int]] = {}
     for topic, parts in value.items():
         if not isinstance(parts, dict):
-            raise ValidationError(_WHAT, f"{key}.{topic}: expected partition -> offset")
+            raise ValidationError(what, f"topic {topic!r}: expected an object of partition -> offset")
         try:
             out[str(topic)] = {int(p): int(o) for p, o in parts.items()}
         except (TypeError, ValueError):
-            raise ValidationError(_WHAT, f"{key}.{topic}: partitions and offsets must be integers") from None
+            raise ValidationError(what, f"topic {topic!r}: partitions and offsets must be integers") from None
     return out
 
 
@@ -101,9 +102,9 @@ class SourceOffset:
             route=route,
             epoch=epoch,
             cluster=cluster,
-            positions=_read_positions(doc, "positions"),
+            positions=read_positions(f"{_WHAT} positions", doc.get("positions", {})),
             logical={str(k): v for k, v in logical.items()},
-            starts=_read_positions(doc, "starts"),
+            starts=read_positions(f"{_WHAT} starts", doc.get("starts", {})),
             switch=switch,
         )
 

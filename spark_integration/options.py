@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from hotstandby.adapter import cluster_keys
 from hotstandby.errors import ConfigError, ValidationError
 from hotstandby.settings import Settings
+from hotstandby.spark_integration.offsets import read_positions
 
 __all__ = ["EARLIEST", "LATEST", "SourceOptions", "parse_options"]
 
@@ -125,17 +126,9 @@ def _positions(key: str, value: str | None, default: str) -> str | dict[str, dic
         doc = json.loads(text)
     except ValueError:
         raise ValidationError(key, f"expected earliest, latest or JSON, got {text[:60]!r}") from None
-    if not isinstance(doc, dict):
-        raise ValidationError(key, 'expected a JSON object {"topic": {"partition": offset}}')
-    out: dict[str, dict[int, int]] = {}
-    for topic, parts in doc.items():
-        if not isinstance(parts, dict):
-            raise ValidationError(key, f"topic {topic!r}: expected an object of partition -> offset")
-        try:
-            out[str(topic)] = {int(p): int(o) for p, o in parts.items()}
-        except (TypeError, ValueError):
-            raise ValidationError(key, f"topic {topic!r}: partitions and offsets must be integers") from None
-        if any(o < -2 for o in out[str(topic)].values()):
+    out = read_positions(key, doc)
+    for topic, parts in out.items():
+        if any(o < -2 for o in parts.values()):
             raise ValidationError(key, f"topic {topic!r}: an offset below -2")
     return out
 

@@ -8,6 +8,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from hotstandby.adapters.kafka import Producer as SdkProducer
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.refcluster import RefCluster
 
@@ -16,6 +17,17 @@ def route_config(rc: RefCluster, namespace: str, **extra: Any) -> dict[str, Any]
     """A facade's configuration for route ``orders`` in ``namespace`` of the reference cluster."""
     return {"hotstandby.route": "orders", "hotstandby.etcd": f"127.0.0.1:{rc.ports.etcd}",
             "hotstandby.namespace": namespace, **extra}  # fmt: skip
+
+
+def produce_values(rc: RefCluster, namespace: str, topic: str, values: list[str]) -> None:
+    """Write ``values`` (also as keys) through an SDK Producer on route ``orders``."""
+    producer = SdkProducer(route_config(rc, namespace))
+    try:
+        for v in values:
+            producer.produce(topic, key=v, value=v)
+        assert producer.flush(60) == 0
+    finally:
+        producer.close()
 
 
 def create_topic(spec: ClusterSpec, topic: str, partitions: int) -> None:

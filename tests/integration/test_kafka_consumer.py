@@ -10,26 +10,16 @@ from collections.abc import Callable
 from confluent_kafka import ConsumerGroupTopicPartitions, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from hotstandby.adapters.kafka import Consumer, Producer
+from hotstandby.adapters.kafka import Consumer
 from hotstandby.adapters.kafka.group_leave import PendingLeaves
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.failover.switching import SwitchState
 from hotstandby.refcluster import RefCluster
-from tests.integration.kafka_helpers import create_topic, route_config
+from tests.integration.kafka_helpers import create_topic, produce_values, route_config
 from tests.integration.kafka_helpers import producer as raw_producer
 from tests.support import wait_for
-
-
-def produce(rc: RefCluster, namespace: str, topic: str, values: list[str]) -> None:
-    producer = Producer(route_config(rc, namespace))
-    try:
-        for v in values:
-            producer.produce(topic, key=v, value=v)
-        assert producer.flush(60) == 0
-    finally:
-        producer.close()
 
 
 def hold(consumer: Consumer, count: int, timeout: float = 60.0) -> list[Message]:
@@ -92,7 +82,7 @@ def test_restart_without_a_switch_filters_what_was_committed(
     a = refcluster.cluster_spec("kafka-a")
     create_topic(a, topic, 2)
     values = [f"r{i}" for i in range(200)]
-    produce(refcluster, namespace, topic, values)
+    produce_values(refcluster, namespace, topic, values)
     group = f"g-{uuid.uuid4().hex[:6]}"
     first = Consumer(route_config(refcluster, namespace, **{"group.id": group, "enable.auto.commit": False}))
     try:
@@ -125,7 +115,7 @@ def test_switch_mid_stream_loses_nothing_and_delivers_nothing_twice(
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), topic, 2)
     before = [f"a{i}" for i in range(300)]
-    produce(refcluster, namespace, topic, before)
+    produce_values(refcluster, namespace, topic, before)
     group = f"g-{uuid.uuid4().hex[:6]}"
     consumer = Consumer(route_config(refcluster, namespace, **{"group.id": group, "auto.commit.interval.ms": 200}))
     try:
@@ -134,7 +124,7 @@ def test_switch_mid_stream_loses_nothing_and_delivers_nothing_twice(
         consumer.commit(asynchronous=False)
         center.switch("orders", "kafka-b", reason="test")
         after = [f"b{i}" for i in range(100)]
-        produce(refcluster, namespace, topic, after)  # the producer follows the route: on kafka-b
+        produce_values(refcluster, namespace, topic, after)  # the producer follows the route: on kafka-b
         got += consume(consumer, 250, timeout=120)
         got += consume_until(consumer, lambda: consumer.cluster == "kafka-b")
         # Started on kafka-b at translated positions (MM2 checkpoints for the copies, reverse
@@ -161,7 +151,7 @@ def test_planned_switch_drains_the_old_cluster_first(
     group = f"g-{uuid.uuid4().hex[:6]}"
     refcluster.kill(replicator, signal.SIGTERM)
     try:
-        produce(refcluster, namespace, topic, values)
+        produce_values(refcluster, namespace, topic, values)
         consumer = Consumer(route_config(refcluster, namespace, **{"group.id": group, "auto.commit.interval.ms": 200}))
         try:
             consumer.subscribe([topic])
@@ -214,7 +204,7 @@ def test_a_switch_joins_the_new_clusters_group_only_once_nobody_is_leaving_it(
     topic = f"l-{uuid.uuid4().hex[:8]}"
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), topic, 1)
-    produce(refcluster, namespace, topic, [f"a{i}" for i in range(20)])
+    produce_values(refcluster, namespace, topic, [f"a{i}" for i in range(20)])
     group = f"g-{uuid.uuid4().hex[:6]}"
     consumer = Consumer(route_config(refcluster, namespace, **{"group.id": group, "auto.commit.interval.ms": 200}))
     leaving = PendingLeaves(center, "kafka-b", group)
@@ -230,7 +220,7 @@ def test_a_switch_joins_the_new_clusters_group_only_once_nobody_is_leaving_it(
             assert consumer.poll(0.1) is None
             assert consumer.cluster == "kafka-a", "joined kafka-b's group while a member was leaving it"
         leaving.unmark(lease)
-        produce(refcluster, namespace, topic, [f"b{i}" for i in range(10)])
+        produce_values(refcluster, namespace, topic, [f"b{i}" for i in range(10)])
         got += consume(consumer, 10, timeout=60)
         assert consumer.cluster == "kafka-b"
     finally:
@@ -248,7 +238,7 @@ def test_a_member_joining_during_a_switch_rebalances_without_duplicates(
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), topic, 2)
     before = [f"a{i}" for i in range(200)]
-    produce(refcluster, namespace, topic, before)
+    produce_values(refcluster, namespace, topic, before)
     config = route_config(refcluster, namespace, **{"group.id": f"g-{uuid.uuid4().hex[:6]}",
                                                     "auto.commit.interval.ms": 200})  # fmt: skip
     first = Consumer(config)
@@ -262,7 +252,7 @@ def test_a_member_joining_during_a_switch_rebalances_without_duplicates(
         second = Consumer(config)  # starts on kafka-b, while the first one is moving there
         second.subscribe([topic], on_assign=lambda c, parts: assigned.append(("second", c.cluster)))
         after = [f"b{i}" for i in range(100)]
-        produce(refcluster, namespace, topic, after)
+        produce_values(refcluster, namespace, topic, after)
         both = {("first", "kafka-b"), ("second", "kafka-b")}
         deadline = time.monotonic() + 120
         quiet_until = None
@@ -297,7 +287,7 @@ def test_a_commit_after_the_switch_of_a_record_from_the_old_cluster_moves_no_off
     topic = f"l-{uuid.uuid4().hex[:8]}"
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), topic, 1)
-    produce(refcluster, namespace, topic, [f"a{i}" for i in range(30)])
+    produce_values(refcluster, namespace, topic, [f"a{i}" for i in range(30)])
     group = f"g-{uuid.uuid4().hex[:6]}"
     consumer = Consumer(route_config(refcluster, namespace, **{"group.id": group, "enable.auto.commit": False}))
     try:
@@ -311,7 +301,7 @@ def test_a_commit_after_the_switch_of_a_record_from_the_old_cluster_moves_no_off
         stored = LedgerStore(center).load(group, topic, 0).ledger
         ids = [RecordId.decode(dict(m.headers() or [])[HEADER]) for m in held]
         assert all(stored.has(r) for r in ids), "the late commit is stored by identity"
-        produce(refcluster, namespace, topic, [f"b{i}" for i in range(5)])  # on kafka-b, offsets 0..4
+        produce_values(refcluster, namespace, topic, [f"b{i}" for i in range(5)])  # on kafka-b, offsets 0..4
         got = consume_all(consumer, {f"b{i}" for i in range(5)}, timeout=90)  # fails if they were skipped
         got += no_more(consumer)
     finally:
@@ -329,7 +319,7 @@ def test_without_auto_commit_only_what_the_application_commits_is_acknowledged(
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), topic, 2)
     values = [f"a{i}" for i in range(40)]
-    produce(refcluster, namespace, topic, values)
+    produce_values(refcluster, namespace, topic, values)
     config = route_config(
         refcluster, namespace, **{"group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}
     )

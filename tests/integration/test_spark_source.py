@@ -11,26 +11,15 @@ from typing import Any
 
 import pytest
 
-from hotstandby.adapters.kafka import Producer
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
-from tests.integration.kafka_helpers import create_topic, produce_all, read_all, route_config
+from tests.integration.kafka_helpers import create_topic, produce_all, produce_values, read_all
 from tests.integration.kafka_helpers import producer as raw_producer
 from tests.support import wait_for
 
 pyspark = pytest.importorskip("pyspark")
 
 pytestmark = pytest.mark.integration
-
-
-def produce(rc: RefCluster, namespace: str, topic: str, values: list[str]) -> None:
-    producer = Producer(route_config(rc, namespace))
-    try:
-        for v in values:
-            producer.produce(topic, key=v, value=v)
-        assert producer.flush(60) == 0
-    finally:
-        producer.close()
 
 
 def options(rc: RefCluster, namespace: str, topic: str, **extra: str) -> dict[str, str]:
@@ -65,11 +54,11 @@ def test_a_batch_read_sees_the_logical_topic_once_across_copies_and_re_sends(
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), topic, 2)
     before = [f"a{i}" for i in range(200)]
-    produce(refcluster, namespace, topic, before)
+    produce_values(refcluster, namespace, topic, before)
     replicated(refcluster, topic, len(before))
     center.switch("orders", "kafka-b", reason="test")
     after = [f"b{i}" for i in range(100)]
-    produce(refcluster, namespace, topic, after)
+    produce_values(refcluster, namespace, topic, after)
     # Twins as a producer's re-send after a switch makes them: records of the copy written
     # again, identity and all, to the topic itself.
     b = refcluster.cluster_spec("kafka-b")
@@ -154,7 +143,7 @@ def test_a_streaming_query_follows_a_flip_and_a_failback_exactly_once(
         if step:
             center.switch("orders", target, reason="test")
         values = [f"{target}-{step}-{i}" for i in range(200)]
-        produce(refcluster, namespace, topic, values)
+        produce_values(refcluster, namespace, topic, values)
         expected += values
 
         def arrived(count: int = len(expected)) -> bool:
