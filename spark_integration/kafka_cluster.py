@@ -108,10 +108,11 @@ class KafkaCluster:
 
     def commit(self, positions: Mapping[str, Mapping[int, int]]) -> None:
         """Commit the query's progress as its group's offsets, so MirrorMaker 2 checkpoints
-        translate it to the other cluster. Raises KafkaException when it cannot."""
+        translate it to the other cluster. Asynchronous: a cluster that does not answer must not
+        hold the query up (the progress is in Spark's checkpoint; this only helps translation)."""
         offsets = [TopicPartition(t, p, o) for t, parts in positions.items() for p, o in parts.items()]
         if offsets:
-            self.consumer.commit(offsets=offsets, asynchronous=False)
+            self.consumer.commit(offsets=offsets, asynchronous=True)
 
     def start_positions(
         self,

@@ -6,12 +6,15 @@ A streaming task then stages the identities it emitted under its batch
 (:class:`~hotstandby.failover.ledger.staged.StagedAcks`); the driver merges them into the
 ledger when Spark commits the batch. A task that runs again reads the same ranges against the
 same ledger and stages the same value.
+
+A task whose cluster stops answering (or loses the records) after the route moved to another
+cluster reads its partitions there instead (:mod:`.replan`), so the query goes on.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -20,7 +23,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
-from hotstandby.errors import FormatError
+from hotstandby.errors import FormatError, HotStandbyError
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.staged import StagedAcks, StagedPart
@@ -28,6 +31,7 @@ from hotstandby.logs import get_logger
 from hotstandby.spark_integration.kafka_cluster import client_config
 from hotstandby.spark_integration.options import SourceOptions
 from hotstandby.spark_integration.planning import Range, Task
+from hotstandby.spark_integration.replan import Replan, Replans, replan_task
 from hotstandby.spark_integration.schema import RowBuffer
 
 __all__ = ["DataLossError", "ReadTask", "read_task"]
@@ -36,11 +40,18 @@ log = get_logger("hotstandby.spark")
 
 _ROWS_PER_BATCH = 8192
 _WATERMARK_TIMEOUT_S = 5.0
+_STALL_S = 5.0  # no record for this long: has the route moved away from the cluster?
+# Errors librdkafka reports while it reconnects: no reason to fail a task by themselves.
+_PASSING = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE, KafkaError._TIMED_OUT})
 _READ_GROUP = "__hotstandby-spark-read"  # assign() reads: nothing joins or commits under it
 
 
 class DataLossError(KafkaException):
     """Records a batch planned are no longer on the cluster (``failOnDataLoss``)."""
+
+
+class _ClusterGone(Exception):
+    """The cluster a task reads stopped answering or lost its records, and the route moved on."""
 
 
 @dataclass(frozen=True)
@@ -55,36 +66,48 @@ class ReadTask:
     part: int = 0
 
 
-def _lost(rt: ReadTask, r: Range, at: int, why: str) -> None:
-    message = f"{r.topic}[{r.partition}] offsets {at}..{r.end} on {rt.spec.name}: {why}"
-    if rt.options.fail_on_data_loss:
+def _lost(options: SourceOptions, cluster: str, r: Range, at: int, why: str) -> None:
+    message = f"{r.topic}[{r.partition}] offsets {at}..{r.end} on {cluster}: {why}"
+    if options.fail_on_data_loss:
         raise DataLossError(KafkaError(KafkaError._FAIL, f"data loss: {message} (failOnDataLoss=false to go on)"))
-    log.warning("spark.data_lost", cluster=rt.spec.name, topic=r.topic, partition=r.partition, start=at, end=r.end)
+    log.warning("spark.data_lost", cluster=cluster, topic=r.topic, partition=r.partition, start=at, end=r.end)
 
 
-def _records(consumer: RawConsumer, rt: ReadTask, r: Range) -> Iterator[Message]:
-    """The records of ``r`` in offset order (fewer when some are gone: see ``_lost``)."""
+def _records(
+    consumer: RawConsumer, options: SourceOptions, cluster: str, r: Range, gone: Callable[[], bool]
+) -> Iterator[Message]:
+    """The records of ``r`` in offset order (fewer when some are gone: see ``_lost``); raises
+    :class:`_ClusterGone` when the cluster stalls or lost them and ``gone()`` says the route
+    moved away from it."""
     consumer.assign([TopicPartition(r.topic, r.partition, r.start)])
-    deadline = time.monotonic() + rt.options.poll_timeout_ms / 1000
+    timeout_s = options.poll_timeout_ms / 1000
+    progress = time.monotonic()
     expected = r.start
     try:
         while expected < r.end:
-            if time.monotonic() > deadline:
+            idle = time.monotonic() - progress
+            if idle > _STALL_S and gone():
+                raise _ClusterGone()
+            if idle > timeout_s:
                 raise KafkaException(KafkaError(KafkaError._TIMED_OUT,
-                                                f"reading {r.topic}[{r.partition}] up to {r.end} on {rt.spec.name}: "
-                                                f"at {expected} after {rt.options.poll_timeout_ms} ms"))  # fmt: skip
+                                                f"reading {r.topic}[{r.partition}] up to {r.end} on {cluster}: "
+                                                f"at {expected} after {options.poll_timeout_ms} ms"))  # fmt: skip
             for msg in consumer.consume(num_messages=_ROWS_PER_BATCH, timeout=0.5):
                 if expected >= r.end:
                     return
                 err = msg.error()
                 if err is not None:
+                    if err.code() in _PASSING:
+                        continue  # the broker may be gone: the stall check above decides
                     if err.code() != KafkaError._PARTITION_EOF:
                         raise KafkaException(err)
                     # The end of what the last fetch saw, not always the partition's end: ask.
                     low, high = consumer.get_watermark_offsets(TopicPartition(r.topic, r.partition),
                                                                timeout=_WATERMARK_TIMEOUT_S, cached=False)  # fmt: skip
                     if high <= expected or low > expected:
-                        _lost(rt, r, expected, f"the partition holds offsets {low}..{high} now")
+                        if gone():
+                            raise _ClusterGone()
+                        _lost(options, cluster, r, expected, f"the partition holds offsets {low}..{high} now")
                         return
                     continue
                 offset = msg.offset()
@@ -93,9 +116,11 @@ def _records(consumer: RawConsumer, rt: ReadTask, r: Range) -> Iterator[Message]
                 if offset >= r.end:
                     return
                 if offset > expected:
-                    _lost(rt, r, expected, f"the next record there is at {offset}")
+                    if gone():
+                        raise _ClusterGone()
+                    _lost(options, cluster, r, expected, f"the next record there is at {offset}")
                 expected = offset + 1
-                deadline = time.monotonic() + rt.options.poll_timeout_ms / 1000
+                progress = time.monotonic()
                 yield msg
     finally:
         consumer.unassign()
@@ -120,53 +145,105 @@ def _identity(msg: Message) -> tuple[RecordId | None, bytes | None]:
     return None, None
 
 
-def read_task(rt: ReadTask) -> Iterator[pa.RecordBatch]:
-    """Read ``rt`` (on an executor); see the module docs."""
-    opts, task = rt.options, rt.task
-    staged: StagedAcks | None = None
-    center: ConfigCenter | None = None
-    ledger = PartitionLedger()
-    if rt.batch is not None and opts.group:
-        center = ConfigCenter.open(opts.settings)
-        staged = StagedAcks(center, opts.group)
-        ledger = staged.load(task.logical, task.partition)
-    try:
-        emitted = StagedPart(task.logical, task.partition)
-        dedupe = staged is not None or opts.dedupe
-        seen: set[RecordId] = set()
-        buffer = RowBuffer(include_headers=opts.include_headers, cluster=rt.spec.name, epoch=rt.epoch)
-        now_ms = int(time.time() * 1000)
-        filtered = 0
-        consumer = RawConsumer({**client_config(rt.spec, opts), "group.id": _READ_GROUP, "enable.partition.eof": True})
+class _TaskReader:
+    """Reads ranges for one task, dropping what the ledger holds or the task emitted already."""
+
+    def __init__(self, options: SourceOptions, task: Task, ledger: PartitionLedger, *, dedupe: bool) -> None:
+        self._options = options
+        self._task = task
+        self._ledger = ledger
+        self._dedupe = dedupe
+        self._seen: set[RecordId] = set()
+        self._now_ms = int(time.time() * 1000)
+        self.emitted = StagedPart(task.logical, task.partition)
+        self.filtered = 0
+
+    def read(
+        self, spec: ClusterSpec, epoch: int, ranges: tuple[Range, ...], gone: Callable[[], bool]
+    ) -> Iterator[pa.RecordBatch]:
+        opts, logical = self._options, self._task.logical
+        buffer = RowBuffer(include_headers=opts.include_headers, cluster=spec.name, epoch=epoch)
+        consumer = RawConsumer({**client_config(spec, opts), "group.id": _READ_GROUP, "enable.partition.eof": True})
         try:
-            for r in task.ranges:
+            for r in ranges:
                 last_ts: int | None = None
-                for msg in _records(consumer, rt, r):
+                for msg in _records(consumer, opts, spec.name, r, gone):
                     rid, raw_id = _identity(msg)
-                    if rid is not None and dedupe:
-                        if ledger.has(rid) or rid in seen:
-                            filtered += 1
+                    if rid is not None and self._dedupe:
+                        if self._ledger.has(rid) or rid in self._seen:
+                            self.filtered += 1
                             continue
-                        seen.add(rid)
-                        emitted.ledger.ack(rid, now_ms)
+                        self._seen.add(rid)
+                        self.emitted.ledger.ack(rid, self._now_ms)
                     kind, ts = msg.timestamp()
                     last_ts = ts if kind else last_ts
                     headers = _headers(msg) if opts.include_headers else None
-                    buffer.add(msg.key(), msg.value(), task.logical, r.partition, msg.offset() or 0, (kind, ts),
+                    buffer.add(msg.key(), msg.value(), logical, r.partition, msg.offset() or 0, (kind, ts),
                                headers, raw_id)  # fmt: skip
                     if len(buffer) >= _ROWS_PER_BATCH:
                         yield buffer.flush()
                 if last_ts is not None:
-                    emitted.timestamps.setdefault(r.topic, {})[r.partition] = last_ts
+                    self.emitted.timestamps.setdefault(r.topic, {})[r.partition] = last_ts
         finally:
             consumer.close()
         if len(buffer):
             yield buffer.flush()
-        if staged is not None and rt.batch is not None:
-            staged.stage(rt.batch, rt.part, emitted)
-        if filtered:
-            log.info("spark.task_filtered", topic=task.logical, partition=task.partition, filtered=filtered,
-                     emitted=len(emitted.ledger), cluster=rt.spec.name)  # fmt: skip
-    finally:
-        if center is not None:
-            center.close()
+
+
+class _RouteCheck:
+    """``gone()`` for a streaming task: has the route moved to another cluster since the batch
+    was planned (asked at most every few seconds)?"""
+
+    def __init__(self, center: ConfigCenter, route: str, cluster: str, epoch: int) -> None:
+        self._center, self._route, self._cluster, self._epoch = center, route, cluster, epoch
+        self._asked = 0.0
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if now - self._asked < _STALL_S:
+            return False
+        self._asked = now
+        try:
+            route = self._center.route(self._route)
+        except HotStandbyError as exc:
+            log.info("spark.route_unknown", route=self._route, error=str(exc))
+            return False
+        return route.epoch > self._epoch and route.active != self._cluster
+
+
+def read_task(rt: ReadTask) -> Iterator[pa.RecordBatch]:
+    """Read ``rt`` (on an executor); see the module docs."""
+    opts, task = rt.options, rt.task
+    if rt.batch is None or not opts.group:  # a batch read: no ledger, nothing staged
+        reader = _TaskReader(opts, task, PartitionLedger(), dedupe=opts.dedupe)
+        yield from reader.read(rt.spec, rt.epoch, task.ranges, lambda: False)
+        return
+    with ConfigCenter.open(opts.settings) as center:
+        staged = StagedAcks(center, opts.group)
+        replans = Replans(center, opts.group)
+        reader = _TaskReader(opts, task, staged.load(task.logical, task.partition), dedupe=True)
+        plan = replans.get(rt.batch, rt.part)
+        if plan is None:
+            try:
+                yield from reader.read(
+                    rt.spec, rt.epoch, task.ranges, _RouteCheck(center, opts.route, rt.spec.name, rt.epoch)
+                )
+            except _ClusterGone:
+                plan = _replan(center, replans, rt)
+        if plan is not None:
+            yield from reader.read(center.cluster(plan.cluster), plan.epoch, plan.ranges, lambda: False)
+        staged.stage(rt.batch, rt.part, reader.emitted)
+        if reader.filtered:
+            log.info("spark.task_filtered", topic=task.logical, partition=task.partition, filtered=reader.filtered,
+                     emitted=len(reader.emitted.ledger), cluster=rt.spec.name)  # fmt: skip
+
+
+def _replan(center: ConfigCenter, replans: Replans, rt: ReadTask) -> Replan:
+    assert rt.batch is not None
+    plan = replan_task(center, rt.options, rt.spec.name, rt.task.logical, rt.task.ranges)
+    if plan is None:
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, f"{rt.spec.name} stopped answering"))
+    stored = replans.claim(rt.batch, rt.part, plan)
+    log.warning("spark.task_replanned", batch=rt.batch, part=rt.part, came_from=rt.spec.name, cluster=stored.cluster,
+                epoch=stored.epoch, strategies=dict(stored.strategies))  # fmt: skip
+    return stored

@@ -47,10 +47,16 @@ def read_positions(what: str, value: Any) -> dict[str, dict[int, int]]:
         if not isinstance(parts, dict):
             raise ValidationError(what, f"topic {topic!r}: expected an object of partition -> offset")
         try:
-            out[str(topic)] = {int(p): int(o) for p, o in parts.items()}
+            out[str(topic)] = {int(p): _offset(o) for p, o in parts.items()}
         except (TypeError, ValueError):
             raise ValidationError(what, f"topic {topic!r}: partitions and offsets must be integers") from None
     return out
+
+
+def _offset(value: Any) -> int:
+    if type(value) is not int:  # not a float cut short, not a bool
+        raise TypeError(value)
+    return value
 
 
 @dataclass(frozen=True)

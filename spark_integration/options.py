@@ -193,7 +193,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     for key in sorted(raw):
         if key.startswith("kafka."):
             inner = key[len("kafka.") :]
-            if inner in cluster_keys():
+            if inner in {k.lower() for k in cluster_keys()}:
                 raise ConfigError(f"{key!r} must not be set: the cluster comes from route {raw.get(_HS + 'route')!r}")
             if key in _REFUSED:
                 raise ConfigError(f"{key!r} is not supported: {_REFUSED[key]}")
@@ -224,8 +224,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     if "startingoffsets" in raw and "startingtimestamp" in raw:
         raise ValidationError("startingTimestamp", "give startingOffsets or startingTimestamp, not both")
     ending = _positions("endingOffsets", raw.get("endingoffsets"), LATEST)
-    if ending == EARLIEST:
-        raise ValidationError("endingOffsets", "earliest is not allowed as an ending offset")
+    if ending == EARLIEST or (isinstance(ending, dict) and any(-2 in parts.values() for parts in ending.values())):
+        raise ValidationError("endingOffsets", "earliest (-2) is not allowed as an ending offset")
     group = raw.get(_HS + "group", "").strip() or None
     result = SourceOptions(
         route=route,

@@ -98,7 +98,10 @@ def plan_tasks(ranges: list[Range], logical_of: Callable[[str], str], min_partit
     grouped: dict[tuple[str, int], list[Range]] = {}
     for r in ranges:
         grouped.setdefault((logical_of(r.topic), r.partition), []).append(r)
-    tasks = [Task(logical, partition, tuple(rs)) for (logical, partition), rs in sorted(grouped.items())]
+    tasks = [
+        Task(logical, partition, tuple(sorted(rs, key=lambda r: (r.topic, r.start))))
+        for (logical, partition), rs in sorted(grouped.items())
+    ]
     if not min_partitions or len(tasks) >= min_partitions:
         return tasks
     total = sum(t.size for t in tasks)

@@ -38,12 +38,13 @@ from hotstandby.failover.follower import RouteFollower
 from hotstandby.failover.ledger.staged import StagedAcks
 from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.failover.switch_protocol import SwitchPlan
-from hotstandby.logs import get_logger
+from hotstandby.logs import Seldom, get_logger
 from hotstandby.spark_integration.kafka_cluster import KafkaCluster
 from hotstandby.spark_integration.kafka_read import ReadTask
 from hotstandby.spark_integration.offsets import SourceOffset
 from hotstandby.spark_integration.options import EARLIEST, LATEST, SourceOptions
 from hotstandby.spark_integration.planning import Slot, batch_ranges, cap, plan_tasks
+from hotstandby.spark_integration.replan import Replans
 
 __all__ = ["StreamPlanner", "batch_name"]
 
@@ -97,12 +98,14 @@ class StreamPlanner:
         self._lock = threading.RLock()
         self.gate = SwitchGate(self._lock)
         self._staged = StagedAcks(self._follower.center, group, owner=client.client_id)
+        self._replans = Replans(self._follower.center, group)
         self._timestamps: dict[Slot, int] = {}
         self._drain_to: dict[Slot, int] | None = None
         self._arrival: _Arrival | None = None
         self._prepared: _Arrival | None = None
         self._old: KafkaCluster | None = None
         self._planned: SourceOffset | None = since
+        self._seldom = Seldom(log)
         route = self._follower.initial_route
         try:
             if since is None or (since.cluster, since.epoch) == (route.active, route.epoch):
@@ -151,13 +154,17 @@ class StreamPlanner:
             return start
         with self._lock:
             arrival = self._arrival
-            if arrival is not None and (start.cluster, start.epoch) != (arrival.cluster.spec.name, arrival.epoch):
-                end = self._crossing(start, arrival, limit)
-            elif (start.cluster, start.epoch) == (self._cluster.spec.name, self._epoch):
-                self._arrival = None
-                end = self._next(start, limit)
-            else:
-                return start  # planned before a switch that is still on its way
+            try:
+                if arrival is not None and (start.cluster, start.epoch) != (arrival.cluster.spec.name, arrival.epoch):
+                    end = self._crossing(start, arrival, limit)
+                elif (start.cluster, start.epoch) == (self._cluster.spec.name, self._epoch):
+                    self._arrival = None
+                    end = self._next(start, limit)
+                else:
+                    return start  # planned before a switch that is still on its way
+            except KafkaException as exc:  # the cluster does not answer: no batch until it does or a flip
+                self._seldom.warning("spark.cluster_unanswered", cluster=self._cluster.spec.name, error=str(exc))
+                return start
             self._planned = end
             self.gate.notify()
             return end
@@ -201,7 +208,9 @@ class StreamPlanner:
     def commit(self, end: SourceOffset) -> None:
         """Spark committed the batch ending at ``end``: its identities go into the ledger; its
         positions become the group's committed offsets (for MM2 checkpoints)."""
-        stamps = self._staged.commit(batch_name(end))
+        name = batch_name(end)
+        stamps = self._staged.commit(name)
+        self._replans.forget(name)
         with self._lock:
             self._timestamps.update(_flat(stamps))
             cluster = self._cluster if end.cluster == self._cluster.spec.name else None

@@ -11,6 +11,8 @@
     <ns>/staged/<group>/<batch>/<topic>/<partition>/<part>
                                                acknowledgements a batch's task staged, merged
                                                into the ledger when the batch commits
+    <ns>/replans/<group>/<batch>/<part>        where a batch's task read instead of a cluster
+                                               that died under it (the first answer stays)
     <ns>/clients/<route>/<client-id>           client presence (under a lease)
     <ns>/replication/<flow>/<topic>            a Pulsar replicator's progress (last copied message id)
     <ns>/topics/<cluster>/<topic>              topics known to exist on a cluster (for
@@ -92,6 +94,12 @@ class Keys:
 
     def staged_part(self, group: str, batch: str, topic: str, partition: int, part: int) -> str:
         return f"{self.staged(group, batch)}{_seg(topic)}/{int(partition)}/{int(part)}"
+
+    def replans(self, group: str, batch: str) -> str:
+        return f"{self.namespace}/replans/{_seg(group)}/{_seg(batch)}/"
+
+    def replan(self, group: str, batch: str, part: int) -> str:
+        return f"{self.replans(group, batch)}{int(part)}"
 
     def client(self, route: str, client_id: str) -> str:
         return f"{self.clients}{_seg(route)}/{_seg(client_id)}"

@@ -10,7 +10,15 @@ from dataclasses import dataclass
 from hotstandby.configcenter.center import ConfigCenter
 from hotstandby.errors import ConcurrentUpdateError
 
-__all__ = ["Versioned", "delete_keys", "put_value", "read_prefix", "read_versioned", "update_versioned"]
+__all__ = [
+    "Versioned",
+    "create_value",
+    "delete_keys",
+    "put_value",
+    "read_prefix",
+    "read_versioned",
+    "update_versioned",
+]
 
 
 @dataclass(frozen=True)
@@ -53,3 +61,15 @@ def read_prefix(center: ConfigCenter, prefix: str) -> list[Versioned]:
 def delete_keys(center: ConfigCenter, keys: list[str]) -> None:
     for key in keys:
         center.store.delete(key)
+
+
+def create_value(center: ConfigCenter, key: str, value: bytes) -> Versioned:
+    """Write ``value`` unless ``key`` exists; what the key holds afterwards (the first writer's
+    value wins)."""
+    if center.store.put_if_revision(key, value, 0):
+        return read_versioned(center, key)
+    current = read_versioned(center, key)
+    if current.value is None:  # deleted in between: try once more
+        center.store.put_if_revision(key, value, 0)
+        current = read_versioned(center, key)
+    return current

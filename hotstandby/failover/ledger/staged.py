@@ -84,26 +84,29 @@ class StagedAcks:
         key = self._center.keys.staged_part(self.group, batch, staged.topic, staged.partition, part)
         put_value(self._center, key, staged.to_json().encode())
 
-    def staged(self, batch: str) -> list[tuple[str, StagedPart]]:
-        """``(key, part)`` for every part staged under ``batch``; unreadable ones are logged
-        and left out (their records were emitted; a later switch may read them again)."""
+    def staged(self, batch: str) -> list[tuple[str, StagedPart | None]]:
+        """``(key, part)`` for every key staged under ``batch``; an unreadable one is logged and
+        has no part (its records were emitted; a later switch may read them again)."""
         prefix = self._center.keys.staged(self.group, batch)
-        out: list[tuple[str, StagedPart]] = []
+        out: list[tuple[str, StagedPart | None]] = []
         for item in read_prefix(self._center, prefix):
             try:
                 topic, partition, _ = self._center.keys.tail(item.key, prefix)
                 out.append((item.key, StagedPart.from_json(topic, int(partition), item.value or b"", item.key)))
             except (ValueError, ValidationError) as exc:
                 log.error("ledger.staged_rejected", key=item.key, reason=str(exc))
+                out.append((item.key, None))
         return out
 
     def commit(self, batch: str) -> dict[str, dict[int, int]]:
-        """Merge what ``batch`` staged into the ledgers, then forget it. Returns the last
-        emitted timestamps per physical topic-partition."""
+        """Merge what ``batch`` staged into the ledgers, then forget it (unreadable parts too:
+        they were logged). Returns the last emitted timestamps per physical topic-partition."""
         parts = self.staged(batch)
         merged: dict[tuple[str, int], PartitionLedger] = {}
         timestamps: dict[str, dict[int, int]] = {}
         for _, part in parts:
+            if part is None:
+                continue
             merged.setdefault((part.topic, part.partition), PartitionLedger()).merge(part.ledger)
             for topic, stamps in part.timestamps.items():
                 into = timestamps.setdefault(topic, {})

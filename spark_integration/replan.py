@@ -1,0 +1,111 @@
+"""A switch inside a micro-batch: a task whose cluster died under it reads on the new cluster.
+
+When an executor's task stops getting records (or finds them gone) and the route has moved
+to another cluster since the batch was planned, the task asks the core's translation for a
+start on the new cluster for each of its partitions (from where its ranges began; MM2
+checkpoints of the query's committed progress, offset syncs, the beginning) and reads up to
+that cluster's end offsets of that moment. That plan is stored in the config center under the
+batch and the task's part, ``<ns>/replans/<group>/<batch>/<part>``; the first one stored
+stays, so a retry or a replay of the batch after a driver restart reads exactly the same
+ranges. The driver forgets a batch's plans when Spark commits it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from hotstandby.adapters.kafka.start_positions import Visit
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.configcenter.doc_parsing import load_object
+from hotstandby.configcenter.versioned import create_value, delete_keys, read_prefix, read_versioned
+from hotstandby.errors import ValidationError
+from hotstandby.logs import get_logger
+from hotstandby.spark_integration.kafka_cluster import KafkaCluster
+from hotstandby.spark_integration.options import SourceOptions
+from hotstandby.spark_integration.planning import Range
+
+__all__ = ["Replan", "Replans", "replan_task"]
+
+log = get_logger("hotstandby.spark")
+
+
+@dataclass(frozen=True)
+class Replan:
+    """Where one task reads instead: ranges on ``cluster`` at route epoch ``epoch``."""
+
+    cluster: str
+    epoch: int
+    ranges: tuple[Range, ...]
+    strategies: Mapping[str, int]
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {
+                "cluster": self.cluster,
+                "epoch": self.epoch,
+                "ranges": [[r.topic, r.partition, r.start, r.end] for r in self.ranges],
+                "strategies": dict(sorted(self.strategies.items())),
+            },
+            separators=(",", ":"),
+        ).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes, what: str) -> Replan:
+        doc = load_object(what, raw)
+        try:
+            ranges = tuple(Range(str(t), int(p), int(a), int(b)) for t, p, a, b in doc["ranges"])
+            strategies = {str(k): int(v) for k, v in dict(doc.get("strategies", {})).items()}
+            return cls(str(doc["cluster"]), int(doc["epoch"]), ranges, strategies)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValidationError(what, f"not a re-plan: {exc}") from None
+
+
+class Replans:
+    """The stored re-plans of one query's batches."""
+
+    def __init__(self, center: ConfigCenter, group: str) -> None:
+        self._center = center
+        self._group = group
+
+    def get(self, batch: str, part: int) -> Replan | None:
+        key = self._center.keys.replan(self._group, batch, part)
+        found = read_versioned(self._center, key)
+        return None if found.value is None else Replan.from_json(found.value, key)
+
+    def claim(self, batch: str, part: int, plan: Replan) -> Replan:
+        """Store ``plan`` unless one is stored already; the stored one."""
+        key = self._center.keys.replan(self._group, batch, part)
+        stored = create_value(self._center, key, plan.to_json())
+        return plan if stored.value is None else Replan.from_json(stored.value, key)
+
+    def forget(self, batch: str) -> None:
+        items = read_prefix(self._center, self._center.keys.replans(self._group, batch))
+        delete_keys(self._center, [item.key for item in items])
+
+
+def replan_task(
+    center: ConfigCenter, options: SourceOptions, came_from: str, logical: str, ranges: tuple[Range, ...]
+) -> Replan | None:
+    """A plan on the route's active cluster for a task whose ranges were on ``came_from``;
+    None when the route still names ``came_from`` (nothing to move to)."""
+    route = center.route(options.route)
+    if route.active == came_from:
+        return None
+    spec = center.cluster(route.active)
+    if spec.kind != "kafka":
+        return None
+    links = center.links()
+    target = KafkaCluster(spec, options)
+    try:
+        topics = {t: lg for t, lg in target.topics(route.clusters, links).items() if lg == logical}
+        partitions = {r.partition for r in ranges}
+        slots = [s for s in target.slots(topics) if s[1] in partitions]
+        previous = Visit(cluster=came_from, positions={(r.topic, r.partition): r.start for r in ranges})
+        starts, strategies = target.start_positions(previous, topics, slots, links)
+        marks = target.watermarks(slots)
+    finally:
+        target.close()
+    moved = tuple(Range(t, p, starts[(t, p)], marks[(t, p)][1]) for t, p in slots if marks[(t, p)][1] > starts[(t, p)])
+    return Replan(spec.name, route.epoch, moved, dict(strategies))
