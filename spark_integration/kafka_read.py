@@ -75,10 +75,10 @@ def _lost(options: SourceOptions, cluster: str, r: Range, at: int, why: str) -> 
 
 def _records(
     consumer: RawConsumer, options: SourceOptions, cluster: str, r: Range, gone: Callable[[], bool]
-) -> Iterator[Message]:
-    """The records of ``r`` in offset order (fewer when some are gone: see ``_lost``); raises
-    :class:`_ClusterGone` when the cluster stalls or lost them and ``gone()`` says the route
-    moved away from it."""
+) -> Iterator[list[Message]]:
+    """The records of ``r`` in offset order, a fetched batch at a time (fewer when some are
+    gone: see ``_lost``); raises :class:`_ClusterGone` when the cluster stalls or lost them and
+    ``gone()`` says the route moved away from it."""
     consumer.assign([TopicPartition(r.topic, r.partition, r.start)])
     timeout_s = options.poll_timeout_ms / 1000
     progress = time.monotonic()
@@ -92,9 +92,10 @@ def _records(
                 raise KafkaException(KafkaError(KafkaError._TIMED_OUT,
                                                 f"reading {r.topic}[{r.partition}] up to {r.end} on {cluster}: "
                                                 f"at {expected} after {options.poll_timeout_ms} ms"))  # fmt: skip
+            batch: list[Message] = []
             for msg in consumer.consume(num_messages=_ROWS_PER_BATCH, timeout=0.5):
                 if expected >= r.end:
-                    return
+                    break
                 err = msg.error()
                 if err is not None:
                     if err.code() in _PASSING:
@@ -108,20 +109,24 @@ def _records(
                         if gone():
                             raise _ClusterGone()
                         _lost(options, cluster, r, expected, f"the partition holds offsets {low}..{high} now")
-                        return
+                        expected = r.end  # nothing more to wait for
+                        break
                     continue
                 offset = msg.offset()
                 if offset is None or offset < expected:
                     continue
                 if offset >= r.end:
-                    return
+                    expected = r.end
+                    break
                 if offset > expected:
                     if gone():
                         raise _ClusterGone()
                     _lost(options, cluster, r, expected, f"the next record there is at {offset}")
                 expected = offset + 1
+                batch.append(msg)
+            if batch:
                 progress = time.monotonic()
-                yield msg
+                yield batch
     finally:
         consumer.unassign()
 
@@ -136,12 +141,14 @@ def _headers(msg: Message) -> list[tuple[str, bytes | None]]:
 
 
 def _identity(msg: Message) -> tuple[RecordId | None, bytes | None]:
-    for key, value in _headers(msg):
-        if key == HEADER and isinstance(value, bytes):
-            try:
-                return RecordId.decode(value), value
-            except FormatError:
-                return None, value  # not ours to judge: emitted, unfiltered
+    headers = msg.headers()
+    if isinstance(headers, list):
+        for key, value in headers:
+            if key == HEADER and isinstance(value, bytes):
+                try:
+                    return RecordId.decode(value), value
+                except FormatError:
+                    return None, value  # not ours to judge: emitted, unfiltered
     return None, None
 
 
@@ -153,37 +160,52 @@ class _TaskReader:
         self._task = task
         self._ledger = ledger
         self._dedupe = dedupe
-        self._seen: set[RecordId] = set()
-        self._now_ms = int(time.time() * 1000)
-        self.emitted = StagedPart(task.logical, task.partition)
+        self._seen: set[RecordId] = set()  # what this task emitted, by identity
+        self._timestamps: dict[str, dict[int, int]] = {}
         self.filtered = 0
+
+    @property
+    def emitted_count(self) -> int:
+        return len(self._seen)
+
+    def emitted(self) -> StagedPart:
+        """What the task emitted, to stage: identities and the last timestamp per partition."""
+        part = StagedPart(self._task.logical, self._task.partition, timestamps=self._timestamps)
+        by_session: dict[bytes, list[int]] = {}
+        for rid in self._seen:
+            by_session.setdefault(rid.session, []).append(rid.sequence)
+        now_ms = int(time.time() * 1000)
+        for session, sequences in by_session.items():
+            part.ledger.ack_sequences(session, sequences, now_ms)
+        return part
 
     def read(
         self, spec: ClusterSpec, epoch: int, ranges: tuple[Range, ...], gone: Callable[[], bool]
     ) -> Iterator[pa.RecordBatch]:
         opts, logical = self._options, self._task.logical
-        buffer = RowBuffer(include_headers=opts.include_headers, cluster=spec.name, epoch=epoch)
+        dedupe, ledger, seen, headers_wanted = self._dedupe, self._ledger, self._seen, opts.include_headers
+        buffer = RowBuffer(include_headers=headers_wanted, cluster=spec.name, epoch=epoch)
         consumer = RawConsumer({**client_config(spec, opts), "group.id": _READ_GROUP, "enable.partition.eof": True})
         try:
             for r in ranges:
                 last_ts: int | None = None
-                for msg in _records(consumer, opts, spec.name, r, gone):
-                    rid, raw_id = _identity(msg)
-                    if rid is not None and self._dedupe:
-                        if self._ledger.has(rid) or rid in self._seen:
-                            self.filtered += 1
-                            continue
-                        self._seen.add(rid)
-                        self.emitted.ledger.ack(rid, self._now_ms)
-                    kind, ts = msg.timestamp()
-                    last_ts = ts if kind else last_ts
-                    headers = _headers(msg) if opts.include_headers else None
-                    buffer.add(msg.key(), msg.value(), logical, r.partition, msg.offset() or 0, (kind, ts),
-                               headers, raw_id)  # fmt: skip
+                for batch in _records(consumer, opts, spec.name, r, gone):
+                    for msg in batch:
+                        rid, raw_id = _identity(msg)
+                        if rid is not None and dedupe:
+                            if ledger.has(rid) or rid in seen:
+                                self.filtered += 1
+                                continue
+                            seen.add(rid)
+                        kind, ts = stamp = msg.timestamp()
+                        if kind:
+                            last_ts = ts
+                        buffer.add(msg.key(), msg.value(), logical, r.partition, msg.offset() or 0, stamp,
+                                   _headers(msg) if headers_wanted else None, raw_id)  # fmt: skip
                     if len(buffer) >= _ROWS_PER_BATCH:
                         yield buffer.flush()
                 if last_ts is not None:
-                    self.emitted.timestamps.setdefault(r.topic, {})[r.partition] = last_ts
+                    self._timestamps.setdefault(r.topic, {})[r.partition] = last_ts
         finally:
             consumer.close()
         if len(buffer):
@@ -232,10 +254,10 @@ def read_task(rt: ReadTask) -> Iterator[pa.RecordBatch]:
                 plan = _replan(center, replans, rt)
         if plan is not None:
             yield from reader.read(center.cluster(plan.cluster), plan.epoch, plan.ranges, lambda: False)
-        staged.stage(rt.batch, rt.part, reader.emitted)
+        staged.stage(rt.batch, rt.part, reader.emitted())
         if reader.filtered:
             log.info("spark.task_filtered", topic=task.logical, partition=task.partition, filtered=reader.filtered,
-                     emitted=len(reader.emitted.ledger), cluster=rt.spec.name)  # fmt: skip
+                     emitted=reader.emitted_count, cluster=rt.spec.name)  # fmt: skip
 
 
 def _replan(center: ConfigCenter, replans: Replans, rt: ReadTask) -> Replan:
