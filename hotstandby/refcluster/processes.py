@@ -100,15 +100,19 @@ def wait_ready(
 ) -> float:
     """Poll ``check`` until it succeeds; returns seconds waited. Fails fast if ``proc`` exits."""
     started = time.monotonic()
-    deadline = started + timeout
-    last: BaseException | None = None
-    while time.monotonic() < deadline:
+    last: list[BaseException] = []
+
+    def answers() -> bool:
         if proc.poll() is not None:
             raise ProcessStartError(f"{name} exited with code {proc.returncode}; log {log_path}:\n{tail(log_path)}")
         try:
             check()
-            return time.monotonic() - started
+            return True
         except retry_on as exc:
-            last = exc
-        time.sleep(0.05)
-    raise ProcessStartError(f"{name} did not answer within {timeout:.0f} s ({last}); log {log_path}:\n{tail(log_path)}")
+            last[:] = [exc]
+            return False
+
+    if wait_until(answers, timeout, first=0.05, most=0.05):
+        return time.monotonic() - started
+    why = last[0] if last else None
+    raise ProcessStartError(f"{name} did not answer within {timeout:.0f} s ({why}); log {log_path}:\n{tail(log_path)}")
