@@ -78,6 +78,17 @@ def test_a_batch_read_sees_the_logical_topic_once_across_copies_and_re_sends(
     assert raw == len(before) + len(after) + len(twins), "without dedupe every twin counts"
 
 
+def test_the_schema_is_spark_kafka_columns_plus_the_failover_columns(spark: Any, refcluster: RefCluster) -> None:
+    read = spark.read.format("hotstandby").options(**options(refcluster, "/unused", "t"))
+    fields = [(f.name, f.dataType.simpleString()) for f in read.load().schema.fields]
+    kafka = [("key", "binary"), ("value", "binary"), ("topic", "string"), ("partition", "int"), ("offset", "bigint"),
+             ("timestamp", "timestamp"), ("timestampType", "int")]  # fmt: skip
+    failover = [("cluster", "string"), ("route_epoch", "bigint"), ("hs_id", "binary")]
+    assert fields == kafka + failover
+    with_headers = [f.name for f in read.option("includeHeaders", "true").load().schema.fields]
+    assert with_headers == [name for name, _ in kafka] + ["headers"] + [name for name, _ in failover]
+
+
 def test_refused_options_name_the_problem(spark: Any, refcluster: RefCluster, namespace: str) -> None:
     base = options(refcluster, namespace, "t")
     with pytest.raises(Exception, match=r"kafka\.bootstrap\.servers"):
@@ -156,5 +167,8 @@ def test_a_streaming_query_follows_a_flip_and_a_failback_exactly_once(
     wait_for(lambda: len(query.recentProgress) >= done + 2, timeout=30, what="two more triggers")
     seen = sink.values()
     assert sorted(seen) == sorted(expected), "lost or duplicated"
+    with sink.lock:
+        largest = max(len(rows) for rows in sink.batches.values())
+    assert largest <= 150 + 2, "maxOffsetsPerTrigger (at most one more per partition, Spark's rounding)"
     progress = [p.json if hasattr(p, "json") else json.dumps(p) for p in query.recentProgress]
     assert any("strategies" in text for text in progress), "a batch's offset names the switch and its strategies"
