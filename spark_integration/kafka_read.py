@@ -65,6 +65,9 @@ class ReadTask:
     batch: str | None = None  # streaming: the batch's name for staged acknowledgements
     part: int = 0
 
+    def read(self) -> Iterator[pa.RecordBatch]:
+        return read_task(self)
+
 
 def _lost(options: SourceOptions, cluster: str, r: Range, at: int, why: str) -> None:
     message = f"{r.topic}[{r.partition}] offsets {at}..{r.end} on {cluster}: {why}"

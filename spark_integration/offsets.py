@@ -59,6 +59,18 @@ def _offset(value: Any) -> int:
     return value
 
 
+def _read_ids(doc: Mapping[str, Any], key: str) -> dict[str, str]:
+    value = doc.get(key, {})
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ValidationError(_WHAT, f"{key!r} must map topics to message ids")
+    try:
+        for v in value.values():
+            bytes.fromhex(v)
+    except ValueError:
+        raise ValidationError(_WHAT, f"{key!r}: a message id that is not hex") from None
+    return {str(k): v for k, v in value.items()}
+
+
 @dataclass(frozen=True)
 class SourceOffset:
     """One end of a micro-batch (see the module docs)."""
@@ -70,6 +82,10 @@ class SourceOffset:
     logical: Mapping[str, str] = field(default_factory=dict)
     starts: Positions = field(default_factory=dict)
     switch: Mapping[str, Any] | None = None
+    #: Pulsar: the last message id included, per topic partition (hex of its serialized form;
+    #: "" before the first message); ``starts_ids``: where a batch begins after a switch.
+    ids: Mapping[str, str] = field(default_factory=dict)
+    starts_ids: Mapping[str, str] = field(default_factory=dict)
 
     def logical_of(self, physical: str) -> str:
         return self.logical.get(physical, physical)
@@ -87,6 +103,10 @@ class SourceOffset:
         starts = _positions_json(self.starts)
         if starts:
             out["starts"] = starts
+        if self.ids:
+            out["ids"] = {t: self.ids[t] for t in sorted(self.ids)}
+        if self.starts_ids:
+            out["starts_ids"] = {t: self.starts_ids[t] for t in sorted(self.starts_ids)}
         if self.switch:
             out["switch"] = dict(self.switch)
         return out
@@ -112,8 +132,6 @@ class SourceOffset:
             logical={str(k): v for k, v in logical.items()},
             starts=read_positions(f"{_WHAT} starts", doc.get("starts", {})),
             switch=switch,
+            ids=_read_ids(doc, "ids"),
+            starts_ids=_read_ids(doc, "starts_ids"),
         )
-
-    def with_positions(self, positions: Positions, *, starts: Positions | None = None) -> SourceOffset:
-        """An offset on the same cluster further on (``starts``: where new partitions begin)."""
-        return SourceOffset(self.route, self.epoch, self.cluster, positions, self.logical, starts or {}, None)

@@ -15,14 +15,21 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.spark_integration.batch import plan_batch
-from hotstandby.spark_integration.kafka_read import ReadTask, read_task
+from hotstandby.spark_integration.cluster_plan import PlanContext, ReadsPartition
+from hotstandby.spark_integration.kafka_cluster import KafkaCluster
+from hotstandby.spark_integration.kafka_plan import KafkaPlan
 from hotstandby.spark_integration.offsets import SourceOffset
 from hotstandby.spark_integration.options import SourceOptions, parse_options
 from hotstandby.spark_integration.schema import kafka_schema_ddl
 from hotstandby.spark_integration.stream_planner import StreamPlanner
 
 __all__ = ["HotStandbyDataSource", "HotStandbyReader", "HotStandbyStreamReader"]
+
+
+def _open_kafka(spec: ClusterSpec, options: SourceOptions, context: PlanContext) -> KafkaPlan:
+    return KafkaPlan(KafkaCluster(spec, options), options, context)
 
 
 class HotStandbyDataSource(DataSource):
@@ -42,7 +49,7 @@ class HotStandbyDataSource(DataSource):
         return HotStandbyStreamReader(parse_options(self.options, streaming=True))
 
 
-def _partitions(tasks: Sequence[ReadTask]) -> list[InputPartition]:
+def _partitions(tasks: Sequence[ReadsPartition]) -> list[InputPartition]:
     return [InputPartition(task) for task in tasks]
 
 
@@ -56,7 +63,8 @@ class HotStandbyReader(DataSourceReader):
         return _partitions(plan_batch(self._options))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_task(partition.value)
+        task: ReadsPartition = partition.value
+        return iter(task.read())
 
 
 class HotStandbyStreamReader(DataSourceStreamReader):
@@ -71,7 +79,7 @@ class HotStandbyStreamReader(DataSourceStreamReader):
 
     def _plan(self, since: SourceOffset | None = None) -> StreamPlanner:
         if self._planner is None:
-            self._planner = StreamPlanner(self._options, since)
+            self._planner = StreamPlanner(self._options, since, "kafka", _open_kafka)
         return self._planner
 
     def initialOffset(self) -> dict[str, Any]:
@@ -92,7 +100,8 @@ class HotStandbyStreamReader(DataSourceStreamReader):
         return _partitions(self._plan(begin).tasks(begin, stop))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_task(partition.value)
+        task: ReadsPartition = partition.value
+        return iter(task.read())
 
     def commit(self, end: dict[str, Any]) -> None:
         offset = SourceOffset.from_dict(end)

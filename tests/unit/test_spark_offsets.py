@@ -155,8 +155,12 @@ def test_logical_of_names_copies_and_passes_others_through() -> None:
     assert offset.logical_of("payments") == "payments"
 
 
-def test_with_positions_keeps_the_cluster_and_drops_the_switch() -> None:
-    offset = SourceOffset("r", 4, "c", {"t": {0: 1}}, {"k.t": "t"}, {"t": {0: 0}}, {"from": "x"})
-    later = offset.with_positions({"t": {0: 9}})
-    assert later == SourceOffset("r", 4, "c", {"t": {0: 9}}, {"k.t": "t"}, {}, None)
-    assert offset.with_positions({"t": {0: 9}, "u": {0: 3}}, starts={"u": {0: 2}}).starts == {"u": {0: 2}}
+def test_pulsar_message_ids_round_trip_and_must_be_hex() -> None:
+    offset = SourceOffset("payments", 3, "pulsar-b", {}, ids={"t-partition-1": "08011002", "t-partition-0": ""},
+                          starts_ids={"t-partition-0": ""})  # fmt: skip
+    doc = offset.to_dict()
+    assert list(doc) == ["route", "epoch", "cluster", "positions", "ids", "starts_ids"]
+    assert list(doc["ids"]) == ["t-partition-0", "t-partition-1"]
+    assert SourceOffset.from_dict(json.loads(json.dumps(doc))) == offset
+    with pytest.raises(ValidationError):
+        SourceOffset.from_dict({**doc, "ids": {"t": "not hex"}})

@@ -1,0 +1,127 @@
+"""Planning a streaming query on one Kafka cluster: offsets per physical topic-partition (the
+topic and MM2's copies), Spark's ``maxOffsetsPerTrigger`` rule, one task per logical
+partition, and the core's translation after a switch."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaException
+
+from hotstandby.adapters.kafka.start_positions import Visit
+from hotstandby.failover.switch_protocol import SwitchPlan
+from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
+from hotstandby.spark_integration.kafka_cluster import KafkaCluster
+from hotstandby.spark_integration.kafka_read import ReadTask
+from hotstandby.spark_integration.offsets import SourceOffset
+from hotstandby.spark_integration.options import EARLIEST, LATEST, SourceOptions
+from hotstandby.spark_integration.planning import Slot, batch_ranges, cap, plan_tasks
+
+__all__ = ["KafkaPlan"]
+
+
+def _nested(flat: Mapping[Slot, int]) -> dict[str, dict[int, int]]:
+    out: dict[str, dict[int, int]] = {}
+    for (topic, partition), offset in flat.items():
+        out.setdefault(topic, {})[partition] = offset
+    return out
+
+
+def _flat(nested: Mapping[str, Mapping[int, int]]) -> dict[Slot, int]:
+    return {(t, p): o for t, parts in nested.items() for p, o in parts.items()}
+
+
+class KafkaPlan:
+    """:class:`~hotstandby.spark_integration.cluster_plan.ClusterPlan` for a Kafka cluster."""
+
+    unreachable: tuple[type[BaseException], ...] = (KafkaException,)
+
+    def __init__(self, cluster: KafkaCluster, options: SourceOptions, context: PlanContext) -> None:
+        self.cluster = cluster
+        self.spec = cluster.spec
+        self._options = options
+        self._context = context
+
+    def _topics(self) -> dict[str, str]:
+        return self.cluster.topics(self._context.clusters(), self._context.links())
+
+    def initial(self, route: str, epoch: int) -> SourceOffset:
+        cluster, opts = self.cluster, self._options
+        topics = self._topics()
+        slots = cluster.slots(topics)
+        marks = cluster.watermarks(slots)
+        if opts.starting_timestamp is not None:
+            positions = cluster.offsets_for_time(slots, opts.starting_timestamp)
+        elif opts.starting == EARLIEST:
+            positions = {s: low for s, (low, _) in marks.items()}
+        elif opts.starting == LATEST:
+            positions = {s: high for s, (_, high) in marks.items()}
+        else:
+            assert isinstance(opts.starting, Mapping)
+            given = opts.starting
+            positions = {}
+            for (topic, p), (low, high) in marks.items():
+                wanted = given.get(topics[topic], {}).get(p, given.get(topic, {}).get(p, -1))
+                positions[(topic, p)] = low if wanted == -2 else high if wanted == -1 else wanted
+        return SourceOffset(route, epoch, self.spec.name, _nested(positions), topics)
+
+    def next(self, start: SourceOffset, drain_to: Any, limit: int | None) -> SourceOffset:
+        topics = self._topics()
+        slots = self.cluster.slots(topics)
+        marks = self.cluster.watermarks(slots)
+        begin = _flat(start.positions)
+        starts = {s: marks[s][0] for s in slots if s not in begin}
+        latest = {s: high for s, (_, high) in marks.items()}
+        if drain_to is not None:
+            latest = {s: min(high, drain_to.get(s, high)) for s, high in latest.items()}
+        ends = cap({**begin, **starts}, latest, limit)
+        if all(ends[s] <= begin.get(s, starts.get(s, 0)) for s in ends) and not starts:
+            return start
+        logical = {**start.logical, **{t: lg for t, lg in topics.items() if t != lg}}
+        return SourceOffset(start.route, start.epoch, start.cluster, _nested(ends), logical, _nested(starts))
+
+    def drain_target(self, planned: SourceOffset) -> dict[Slot, int]:
+        return {s: high for s, (_, high) in self.cluster.watermarks(_flat(planned.positions)).items()}
+
+    def drained(self, planned: SourceOffset, target: Any) -> bool:
+        reached = _flat(planned.positions)
+        return all(reached.get(s, -1) >= end for s, end in target.items())
+
+    def arrive(
+        self, plan: SwitchPlan, planned: SourceOffset | None, timestamps: Mapping[str, Mapping[int, int]]
+    ) -> Arrival:
+        topics = self.cluster.topics(plan.target.clusters, plan.links)
+        slots = self.cluster.slots(topics)
+        positions = _flat(planned.positions) if planned is not None else {}
+        if planned is not None and plan.destination.name == planned.cluster:
+            marks = self.cluster.watermarks(slots)
+            starts = {s: positions.get(s, marks[s][0]) for s in slots}
+            strategies: Counter[str] = Counter({"same-cluster": len(slots)})
+        else:
+            previous = Visit(cluster=plan.source.name, positions=positions, timestamps=_flat(timestamps))
+            starts, strategies = self.cluster.start_positions(previous, topics, slots, plan.links)
+        logical = {t: lg for t, lg in topics.items() if t != lg}
+        offset = SourceOffset(plan.target.name, plan.target.epoch, self.spec.name, _nested(starts), logical,
+                              _nested(starts))  # fmt: skip
+        return Arrival(self, offset, dict(strategies), plan.source.name, plan.current.epoch)
+
+    def crossing(self, start: SourceOffset, arrival: Arrival, limit: int | None) -> SourceOffset:
+        starts = _flat(arrival.starts.starts)
+        marks = self.cluster.watermarks(starts)
+        ends = cap(starts, {s: max(high, starts[s]) for s, (_, high) in marks.items()}, limit)
+        switch: dict[str, Any] = {"from": arrival.came_from, "from_epoch": arrival.came_from_epoch,
+                                  "strategies": dict(sorted(arrival.strategies.items()))}  # fmt: skip
+        return SourceOffset(start.route, arrival.epoch, self.spec.name, _nested(ends), dict(arrival.starts.logical),
+                            arrival.starts.starts, switch)  # fmt: skip
+
+    def tasks(self, start: SourceOffset, end: SourceOffset, batch: str) -> list[ReadsPartition]:
+        tasks = plan_tasks(batch_ranges(start, end), end.logical_of, self._options.min_partitions)
+        return [ReadTask(self.spec, self._options, end.epoch, task, batch, i) for i, task in enumerate(tasks)]
+
+    def committed(self, end: SourceOffset) -> None:
+        self.cluster.commit(end.positions)
+
+    def close(self) -> None:
+        self.cluster.close()
