@@ -11,15 +11,17 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from hotstandby.adapters.kafka.start_positions import Visit
+from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
 from hotstandby.spark_integration.kafka_cluster import KafkaCluster
 from hotstandby.spark_integration.kafka_read import ReadTask
 from hotstandby.spark_integration.offsets import SourceOffset
 from hotstandby.spark_integration.options import EARLIEST, LATEST, SourceOptions
-from hotstandby.spark_integration.planning import Slot, batch_ranges, cap, plan_tasks
+from hotstandby.spark_integration.planning import Range, Slot, batch_ranges, cap, plan_tasks
+from hotstandby.spark_integration.schema import kafka_schema_ddl
 
-__all__ = ["KafkaPlan"]
+__all__ = ["KafkaPlan", "batch_tasks", "open_plan", "schema_ddl"]
 
 
 def _nested(flat: Mapping[Slot, int]) -> dict[str, dict[int, int]]:
@@ -125,3 +127,52 @@ class KafkaPlan:
 
     def close(self) -> None:
         self.cluster.close()
+
+
+def schema_ddl(options: SourceOptions) -> str:
+    return kafka_schema_ddl(options.include_headers)
+
+
+def open_plan(spec: ClusterSpec, options: SourceOptions, context: PlanContext) -> KafkaPlan:
+    return KafkaPlan(KafkaCluster(spec, options), options, context)
+
+
+def _resolve(
+    wanted: str | Mapping[str, Mapping[int, int]],
+    topics: Mapping[str, str],
+    marks: Mapping[Slot, tuple[int, int]],
+    default_latest: bool,
+) -> dict[Slot, int]:
+    out: dict[Slot, int] = {}
+    for (topic, p), (low, high) in marks.items():
+        if wanted == EARLIEST:
+            out[(topic, p)] = low
+        elif wanted == LATEST:
+            out[(topic, p)] = high
+        else:
+            assert isinstance(wanted, Mapping)
+            given = wanted.get(topic, wanted.get(topics[topic], {})).get(p, -1 if default_latest else -2)
+            out[(topic, p)] = low if given == -2 else high if given == -1 else given
+    return out
+
+
+def batch_tasks(
+    options: SourceOptions, route: Route, spec: ClusterSpec, links: Mapping[tuple[str, str], Link]
+) -> list[ReadsPartition]:
+    """A batch read's tasks on the active cluster: each topic and its copies, ``startingOffsets``
+    (or ``startingTimestamp``) to ``endingOffsets``, one task per logical partition."""
+    cluster = KafkaCluster(spec, options)
+    try:
+        topics = cluster.topics(route.clusters, links)
+        slots = cluster.slots(topics)
+        marks = cluster.watermarks(slots)
+        if options.starting_timestamp is not None:
+            begin = cluster.offsets_for_time(slots, options.starting_timestamp)
+        else:
+            begin = _resolve(options.starting, topics, marks, default_latest=False)
+        end = _resolve(options.ending, topics, marks, default_latest=True)
+    finally:
+        cluster.close()
+    ranges = [Range(t, p, begin[(t, p)], end[(t, p)]) for t, p in slots if end[(t, p)] > begin[(t, p)]]
+    tasks = plan_tasks(ranges, lambda t: topics.get(t, t), options.min_partitions)
+    return [ReadTask(spec, options, route.epoch, task) for task in tasks]

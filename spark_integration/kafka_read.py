@@ -173,14 +173,7 @@ class _TaskReader:
 
     def emitted(self) -> StagedPart:
         """What the task emitted, to stage: identities and the last timestamp per partition."""
-        part = StagedPart(self._task.logical, self._task.partition, timestamps=self._timestamps)
-        by_session: dict[bytes, list[int]] = {}
-        for rid in self._seen:
-            by_session.setdefault(rid.session, []).append(rid.sequence)
-        now_ms = int(time.time() * 1000)
-        for session, sequences in by_session.items():
-            part.ledger.ack_sequences(session, sequences, now_ms)
-        return part
+        return StagedPart.of(self._task.logical, self._task.partition, self._seen, timestamps=self._timestamps)
 
     def read(
         self, spec: ClusterSpec, epoch: int, ranges: tuple[Range, ...], gone: Callable[[], bool]

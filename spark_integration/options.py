@@ -29,6 +29,8 @@ option                              default   meaning
 ``includeHeaders``                  false     add the ``headers`` column
 ``kafkaConsumer.pollTimeoutMs``     120000    an executor gives up on a broker that sends nothing
 ``kafka.*``                                   passed to the Kafka client (prefix removed)
+``topic`` / ``topics`` / ``topicsPattern``    Pulsar routes: as the Pulsar connector names them
+``pulsar.client.*``, ``pulsar.reader.*``      keyword arguments of pulsar.Client, create_reader
 ==================================  ========  ================================================
 
 ``kafka.bootstrap.servers`` (and any setting that names a cluster) is refused: the route
@@ -41,6 +43,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from hotstandby.adapter import cluster_keys
 from hotstandby.errors import ConfigError, ValidationError
@@ -79,6 +82,9 @@ _KNOWN = frozenset(
         "failondataloss",
         "includeheaders",
         "kafkaconsumer.polltimeoutms",
+        "topic",
+        "topics",
+        "topicspattern",
     }
 )
 # What Spark's Kafka source takes that means nothing here: refused rather than ignored.
@@ -110,6 +116,19 @@ def _count(key: str, value: str | None, *, positive: bool = True) -> int | None:
     if number < (1 if positive else 0):
         raise ValidationError(key, f"must be {'positive' if positive else 'at least 0'}, got {number}")
     return number
+
+
+def _value(text: str) -> Any:
+    """A ``pulsar.client.*`` / ``pulsar.reader.*`` option as the keyword argument it stands for."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
 
 
 def _millis(raw: Mapping[str, str], key: str, default: int) -> int:
@@ -167,6 +186,8 @@ class SourceOptions:
     timestamp_skew_ms: int = 5_000
     poll_timeout_ms: int = 120_000
     client: Mapping[str, str] = field(default_factory=dict)
+    pulsar_client: Mapping[str, Any] = field(default_factory=dict)
+    pulsar_reader: Mapping[str, Any] = field(default_factory=dict)
 
     def wants(self, logical: str) -> bool:
         """Whether the subscription covers logical topic ``logical``."""
@@ -197,6 +218,9 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
                 raise ConfigError(f"{key!r} must not be set: the cluster comes from route {raw.get(_HS + 'route')!r}")
             if key in _REFUSED:
                 raise ConfigError(f"{key!r} is not supported: {_REFUSED[key]}")
+        elif key.startswith(("pulsar.client.", "pulsar.reader.")):
+            if key.rsplit(".", 1)[-1] in ("service_url", "serviceurl"):
+                raise ConfigError(f"{key!r} must not be set: the cluster comes from the route")
         elif key.startswith(_HS):
             if key not in _KNOWN_HS:
                 raise ValidationError(key, f"unknown option; known: {', '.join(sorted(_KNOWN_HS))}")
@@ -207,13 +231,17 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     route = raw.get(_HS + "route", "").strip()
     if not route:
         raise ValidationError(_HS + "route", "required: the route whose active cluster is read")
-    chosen = [k for k in ("subscribe", "subscribepattern", "assign") if k in raw]
+    chosen = [k for k in ("subscribe", "subscribepattern", "assign", "topic", "topics", "topicspattern") if k in raw]
     if len(chosen) != 1:
-        raise ValidationError("subscribe", "give exactly one of subscribe, subscribePattern or assign")
-    topics = tuple(t.strip() for t in raw.get("subscribe", "").split(",") if t.strip())
-    if "subscribe" in raw and not topics:
-        raise ValidationError("subscribe", "no topic given")
-    pattern = raw.get("subscribepattern")
+        raise ValidationError(
+            "subscribe",
+            "give exactly one of subscribe, subscribePattern or assign (Pulsar: topic, topics or topicsPattern)",
+        )
+    named = raw.get("subscribe", raw.get("topics", raw.get("topic", "")))
+    topics = tuple(t.strip() for t in named.split(",") if t.strip())
+    if chosen[0] in ("subscribe", "topic", "topics") and not topics:
+        raise ValidationError(chosen[0], "no topic given")
+    pattern = raw.get("subscribepattern", raw.get("topicspattern"))
     if pattern is not None:
         try:
             re.compile(pattern)
@@ -250,6 +278,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         timestamp_skew_ms=_millis(raw, _HS + "timestamp.skew.ms", 5_000),
         poll_timeout_ms=_count("kafkaConsumer.pollTimeoutMs", raw.get("kafkaconsumer.polltimeoutms")) or 120_000,
         client={k[len("kafka.") :]: v for k, v in raw.items() if k.startswith("kafka.")},
+        pulsar_client={k[len("pulsar.client.") :]: _value(v) for k, v in raw.items() if k.startswith("pulsar.client.")},
+        pulsar_reader={k[len("pulsar.reader.") :]: _value(v) for k, v in raw.items() if k.startswith("pulsar.reader.")},
     )
     if streaming:
         result.require_group()

@@ -15,7 +15,25 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["KAFKA_COLUMNS", "RowBuffer", "kafka_schema_ddl"]
+__all__ = ["KAFKA_COLUMNS", "PULSAR_SCHEMA_DDL", "PulsarRows", "RowBuffer", "kafka_schema_ddl"]
+
+#: Pulsar routes: the Pulsar connector's columns plus the failover columns.
+PULSAR_SCHEMA_DDL = (
+    "value binary, __key string, __topic string, __messageId binary, __publishTime timestamp, "
+    "__eventTime timestamp, __messageProperties map<string, string>, cluster string, route_epoch long, hs_id binary"
+)
+_PULSAR_ARROW = pa.schema([
+    pa.field("value", pa.binary()),
+    pa.field("__key", pa.string()),
+    pa.field("__topic", pa.string()),
+    pa.field("__messageId", pa.binary()),
+    pa.field("__publishTime", pa.timestamp("us", tz="UTC")),
+    pa.field("__eventTime", pa.timestamp("us", tz="UTC")),
+    pa.field("__messageProperties", pa.map_(pa.string(), pa.string())),
+    pa.field("cluster", pa.string()),
+    pa.field("route_epoch", pa.int64()),
+    pa.field("hs_id", pa.binary()),
+])  # fmt: skip
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
 _FAILOVER_COLUMNS = ("cluster", "route_epoch", "hs_id")
@@ -91,3 +109,38 @@ class RowBuffer:
         arrays.append(pa.array(self._columns[-1], type=pa.binary()))
         self._columns = [[] for _ in self._columns]
         return pa.RecordBatch.from_arrays(arrays, schema=self._schema)
+
+
+class PulsarRows:
+    """Rows of Pulsar messages (``__topic`` the logical topic) into record batches."""
+
+    def __init__(self, *, cluster: str, epoch: int) -> None:
+        self._cluster = cluster
+        self._epoch = epoch
+        self._columns: list[list[Any]] = [[] for _ in range(7)]
+        self._ids: list[bytes | None] = []
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def add(self, value: bytes, key: str | None, topic: str, message_id: bytes, publish_ms: int, event_ms: int,
+            properties: dict[str, str], hs_id: bytes | None) -> None:  # fmt: skip
+        cols = self._columns
+        cols[0].append(value)
+        cols[1].append(key or None)
+        cols[2].append(topic)
+        cols[3].append(message_id)
+        cols[4].append(publish_ms * 1000 if publish_ms else None)  # ms -> us; 0: not set
+        cols[5].append(event_ms * 1000 if event_ms else None)
+        cols[6].append(list(properties.items()))
+        self._ids.append(hs_id)
+
+    def flush(self) -> pa.RecordBatch:
+        size = len(self)
+        arrays = [pa.array(col, type=_PULSAR_ARROW.field(i).type) for i, col in enumerate(self._columns)]
+        arrays.append(pa.array([self._cluster] * size, type=pa.string()))
+        arrays.append(pa.array([self._epoch] * size, type=pa.int64()))
+        arrays.append(pa.array(self._ids, type=pa.binary()))
+        self._columns = [[] for _ in self._columns]
+        self._ids = []
+        return pa.RecordBatch.from_arrays(arrays, schema=_PULSAR_ARROW)

@@ -15,21 +15,14 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
-from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.spark_integration.batch import plan_batch
-from hotstandby.spark_integration.cluster_plan import PlanContext, ReadsPartition
-from hotstandby.spark_integration.kafka_cluster import KafkaCluster
-from hotstandby.spark_integration.kafka_plan import KafkaPlan
+from hotstandby.spark_integration.cluster_plan import ReadsPartition
 from hotstandby.spark_integration.offsets import SourceOffset
 from hotstandby.spark_integration.options import SourceOptions, parse_options
-from hotstandby.spark_integration.schema import kafka_schema_ddl
 from hotstandby.spark_integration.stream_planner import StreamPlanner
+from hotstandby.spark_integration.systems import route_kind, schema_ddl, system
 
 __all__ = ["HotStandbyDataSource", "HotStandbyReader", "HotStandbyStreamReader"]
-
-
-def _open_kafka(spec: ClusterSpec, options: SourceOptions, context: PlanContext) -> KafkaPlan:
-    return KafkaPlan(KafkaCluster(spec, options), options, context)
 
 
 class HotStandbyDataSource(DataSource):
@@ -40,7 +33,7 @@ class HotStandbyDataSource(DataSource):
         return "hotstandby"
 
     def schema(self) -> str:
-        return kafka_schema_ddl(str(self.options.get("includeHeaders", "false")).strip().lower() == "true")
+        return schema_ddl(parse_options(self.options, streaming=False))
 
     def reader(self, schema: StructType) -> HotStandbyReader:
         return HotStandbyReader(parse_options(self.options, streaming=False))
@@ -79,7 +72,8 @@ class HotStandbyStreamReader(DataSourceStreamReader):
 
     def _plan(self, since: SourceOffset | None = None) -> StreamPlanner:
         if self._planner is None:
-            self._planner = StreamPlanner(self._options, since, "kafka", _open_kafka)
+            kind = route_kind(self._options)
+            self._planner = StreamPlanner(self._options, since, kind, system(kind).open_plan)
         return self._planner
 
     def initialOffset(self) -> dict[str, Any]:

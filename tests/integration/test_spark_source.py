@@ -78,8 +78,10 @@ def test_a_batch_read_sees_the_logical_topic_once_across_copies_and_re_sends(
     assert raw == len(before) + len(after) + len(twins), "without dedupe every twin counts"
 
 
-def test_the_schema_is_spark_kafka_columns_plus_the_failover_columns(spark: Any, refcluster: RefCluster) -> None:
-    read = spark.read.format("hotstandby").options(**options(refcluster, "/unused", "t"))
+def test_the_schema_is_spark_kafka_columns_plus_the_failover_columns(
+    spark: Any, refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    read = spark.read.format("hotstandby").options(**options(refcluster, namespace, "t"))
     fields = [(f.name, f.dataType.simpleString()) for f in read.load().schema.fields]
     kafka = [("key", "binary"), ("value", "binary"), ("topic", "string"), ("partition", "int"), ("offset", "bigint"),
              ("timestamp", "timestamp"), ("timestampType", "int")]  # fmt: skip
@@ -89,7 +91,9 @@ def test_the_schema_is_spark_kafka_columns_plus_the_failover_columns(spark: Any,
     assert with_headers == [name for name, _ in kafka] + ["headers"] + [name for name, _ in failover]
 
 
-def test_refused_options_name_the_problem(spark: Any, refcluster: RefCluster, namespace: str) -> None:
+def test_refused_options_name_the_problem(
+    spark: Any, refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
     base = options(refcluster, namespace, "t")
     with pytest.raises(Exception, match=r"kafka\.bootstrap\.servers"):
         spark.read.format("hotstandby").options(**base, **{"kafka.bootstrap.servers": "x:9092"}).load().count()

@@ -16,12 +16,15 @@ emitted: the timestamp-seek fallback of a later switch starts from it.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.doc_parsing import load_object
 from hotstandby.configcenter.versioned import delete_keys, put_value, read_prefix
 from hotstandby.errors import FencedError, ValidationError
+from hotstandby.failover.identity import RecordId
 from hotstandby.failover.ledger.ledger import MAX_LEDGER_BYTES, PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.logs import get_logger
@@ -42,6 +45,26 @@ class StagedPart:
     ledger: PartitionLedger = field(default_factory=PartitionLedger)
     #: physical topic -> partition -> timestamp (ms) of the last record emitted
     timestamps: dict[str, dict[int, int]] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        topic: str,
+        partition: int,
+        ids: Iterable[RecordId],
+        *,
+        timestamps: dict[str, dict[int, int]] | None = None,
+        now_ms: int | None = None,
+    ) -> StagedPart:
+        """The part for the records ``ids`` (acknowledged at ``now_ms``, default: now)."""
+        part = cls(topic, partition, timestamps=timestamps or {})
+        by_session: dict[bytes, list[int]] = {}
+        for rid in ids:
+            by_session.setdefault(rid.session, []).append(rid.sequence)
+        when = int(time.time() * 1000) if now_ms is None else now_ms
+        for session, sequences in by_session.items():
+            part.ledger.ack_sequences(session, sequences, when)
+        return part
 
     def to_json(self) -> str:
         return json.dumps(

@@ -1,0 +1,123 @@
+"""The driver's view of one Pulsar cluster: the topics' partitions, their last message ids, and
+the query's progress.
+
+Pulsar has no offsets to ask for: the last message id of a partition comes from a consumer's
+``get_last_message_id``. The view keeps one consumer per partition on the query's own
+subscription (``hotstandby-spark-<group>``, Failover) and acknowledges up to each committed
+batch's end there, as Pulsar's Spark connectors keep a subscription per query: the broker
+keeps what the query has not read yet. A batch read uses a subscription of its own and
+removes it afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pulsar
+
+from hotstandby.configcenter.documents import ClusterSpec
+from hotstandby.errors import ConfigError
+from hotstandby.spark_integration.options import SourceOptions
+
+__all__ = ["PulsarCluster", "full_topic", "id_key", "id_text", "logical_partition", "message_id"]
+
+_PARTITION = re.compile(r"^(?P<base>.*)-partition-(?P<index>\d+)$")
+
+
+def full_topic(name: str) -> str:
+    """``name`` as Pulsar's full topic name (a short name is in public/default, persistent)."""
+    return name if "://" in name else f"persistent://public/default/{name}"
+
+
+def logical_partition(topic: str) -> tuple[str, int]:
+    """``(topic, partition)`` of one partition's topic name (a non-partitioned topic: 0)."""
+    found = _PARTITION.match(topic)
+    return (found["base"], int(found["index"])) if found else (topic, 0)
+
+
+def id_text(mid: pulsar.MessageId) -> str:
+    """A message id as the offsets keep it: hex of its serialized form."""
+    return bytes(mid.serialize()).hex()
+
+
+def message_id(text: str) -> pulsar.MessageId:
+    return pulsar.MessageId.deserialize(bytes.fromhex(text))
+
+
+def id_key(text: str) -> tuple[int, int]:
+    """``(ledger, entry)`` of a kept message id; ``(-1, -1)`` for "" (before the first message).
+    All messages of a batch share their entry: ranges end after whole entries."""
+    if not text:
+        return (-1, -1)
+    mid = message_id(text)
+    return (mid.ledger_id(), mid.entry_id())
+
+
+def client_kwargs(spec: ClusterSpec, options: SourceOptions) -> dict[str, Any]:
+    return {**spec.client_config("admin"), **options.pulsar_client}
+
+
+class PulsarCluster:
+    """Partitions and last message ids on one cluster (see the module docs)."""
+
+    def __init__(self, spec: ClusterSpec, options: SourceOptions, *, subscription: str | None = None) -> None:
+        self.spec = spec
+        self._options = options
+        self._temporary = subscription is None
+        self._subscription = subscription or f"hotstandby-spark-batch-{uuid.uuid4().hex[:8]}"
+        self._client: pulsar.Client | None = None
+        self._consumers: dict[str, pulsar.Consumer] = {}
+
+    @property
+    def client(self) -> pulsar.Client:
+        if self._client is None:
+            self._client = pulsar.Client(self.spec.url, **client_kwargs(self.spec, self._options))
+        return self._client
+
+    def partitions(self) -> list[str]:
+        """The partitions' topic names of the subscribed topics, in a fixed order."""
+        if self._options.pattern is not None:
+            raise ConfigError("topicsPattern is not supported: Pulsar routes are read by topic names (topic, topics)")
+        out: list[str] = []
+        for name in self._options.topics:
+            out.extend(self.client.get_topic_partitions(full_topic(name)))
+        return sorted(out)
+
+    def _consumer(self, topic: str) -> pulsar.Consumer:
+        consumer = self._consumers.get(topic)
+        if consumer is None:
+            consumer = self.client.subscribe(topic, self._subscription, consumer_type=pulsar.ConsumerType.Failover,
+                                             receiver_queue_size=1,
+                                             initial_position=pulsar.InitialPosition.Earliest)  # fmt: skip
+            self._consumers[topic] = consumer
+        return consumer
+
+    def last_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        """The last message id per partition ("" when it holds none)."""
+        out = {}
+        for topic in topics:
+            mid = self._consumer(topic).get_last_message_id()
+            out[topic] = "" if mid.ledger_id() < 0 or mid.entry_id() < 0 else id_text(mid)
+        return out
+
+    def acknowledge(self, ids: Mapping[str, str]) -> None:
+        """The query read up to ``ids``: the broker may let go of what came before."""
+        for topic, text in ids.items():
+            if text and topic in self._consumers:
+                self._consumers[topic].acknowledge_cumulative(message_id(text))
+
+    def close(self) -> None:
+        for consumer in self._consumers.values():
+            with contextlib.suppress(pulsar.PulsarException):  # a cluster we left may be gone
+                if self._temporary:
+                    consumer.unsubscribe()
+                consumer.close()
+        self._consumers.clear()
+        if self._client is not None:
+            with contextlib.suppress(pulsar.PulsarException):
+                self._client.close()
+            self._client = None

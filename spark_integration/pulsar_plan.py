@@ -1,0 +1,154 @@
+"""Planning a streaming query on one Pulsar cluster: positions are message ids per partition
+(``ids``: the last message a batch includes), one task per partition.
+
+A message id names a message on one cluster only, and geo-replication keeps the topic's name:
+after a switch the query reads the new cluster's partitions from their first message and the
+ledger drops what it emitted before (the SDK's Pulsar reader does the same). Pulsar counts
+no offsets, so ``maxOffsetsPerTrigger`` does not apply: a batch reads what is there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pulsar
+
+from hotstandby.configcenter.documents import ClusterSpec, Link, Route
+from hotstandby.errors import ConfigError
+from hotstandby.failover.switch_protocol import SwitchPlan
+from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
+from hotstandby.spark_integration.offsets import SourceOffset
+from hotstandby.spark_integration.options import EARLIEST, LATEST, SourceOptions
+from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, id_key, logical_partition
+from hotstandby.spark_integration.pulsar_read import PulsarReadTask
+from hotstandby.spark_integration.schema import PULSAR_SCHEMA_DDL
+
+__all__ = ["PulsarPlan", "batch_tasks", "check_pulsar_options", "open_plan", "pulsar_tasks", "schema_ddl"]
+
+
+def check_pulsar_options(options: SourceOptions) -> None:
+    """Refuse what means nothing for a Pulsar route, naming it."""
+    for given, name in ((options.client, "kafka.*"), (options.assign, "assign"),
+                        (options.max_per_trigger, "maxOffsetsPerTrigger"),
+                        (options.starting_timestamp, "startingTimestamp")):  # fmt: skip
+        if given:
+            raise ConfigError(f"{name} is for Kafka routes; route {options.route!r} is on Pulsar")
+    if options.starting not in (EARLIEST, LATEST) or options.ending != LATEST:
+        raise ConfigError("Pulsar routes take startingOffsets earliest or latest, and no endingOffsets")
+
+
+def pulsar_tasks(
+    spec: ClusterSpec,
+    options: SourceOptions,
+    epoch: int,
+    starts: Mapping[str, str],
+    ends: Mapping[str, str],
+    batch: str | None,
+) -> list[ReadsPartition]:
+    """One task per partition with messages between ``starts`` and ``ends``."""
+    out: list[ReadsPartition] = []
+    for topic in sorted(ends):
+        begin, end = starts.get(topic, ""), ends[topic]
+        if end and id_key(end) > id_key(begin):
+            logical, partition = logical_partition(topic)
+            out.append(PulsarReadTask(spec, options, epoch, topic, logical, partition, begin, end, batch, len(out)))
+    return out
+
+
+def _at_most(ids: Mapping[str, str], target: Mapping[str, str]) -> dict[str, str]:
+    return {t: (target[t] if t in target and id_key(target[t]) < id_key(v) else v) for t, v in ids.items()}
+
+
+class PulsarPlan:
+    """:class:`~hotstandby.spark_integration.cluster_plan.ClusterPlan` for a Pulsar cluster."""
+
+    unreachable: tuple[type[BaseException], ...] = (pulsar.PulsarException,)
+
+    def __init__(self, cluster: PulsarCluster, options: SourceOptions, context: PlanContext) -> None:
+        check_pulsar_options(options)
+        self.cluster = cluster
+        self.spec = cluster.spec
+        self._options = options
+
+    def initial(self, route: str, epoch: int) -> SourceOffset:
+        partitions = self.cluster.partitions()
+        ids = self.cluster.last_ids(partitions) if self._options.starting == LATEST else dict.fromkeys(partitions, "")
+        return SourceOffset(route, epoch, self.spec.name, {}, ids=ids)
+
+    def next(self, start: SourceOffset, drain_to: Any, limit: int | None) -> SourceOffset:
+        partitions = self.cluster.partitions()
+        ends = self.cluster.last_ids(partitions)
+        if drain_to is not None:
+            ends = _at_most(ends, drain_to)
+        new = {t: "" for t in partitions if t not in start.ids}
+        if not new and all(id_key(ends[t]) <= id_key(start.ids.get(t, "")) for t in ends):
+            return start
+        ids = dict(start.ids)
+        for topic, last in ends.items():
+            if topic not in ids or id_key(last) > id_key(ids[topic]):
+                ids[topic] = last
+        return SourceOffset(start.route, start.epoch, start.cluster, {}, ids=ids, starts_ids=new)
+
+    def drain_target(self, planned: SourceOffset) -> dict[str, str]:
+        return self.cluster.last_ids(planned.ids)
+
+    def drained(self, planned: SourceOffset, target: Any) -> bool:
+        return all(id_key(planned.ids.get(t, "")) >= id_key(v) for t, v in target.items())
+
+    def arrive(
+        self, plan: SwitchPlan, planned: SourceOffset | None, timestamps: Mapping[str, Mapping[int, int]]
+    ) -> Arrival:
+        partitions = self.cluster.partitions()
+        starts = dict.fromkeys(partitions, "")
+        if planned is not None and plan.destination.name == planned.cluster:
+            starts = {t: planned.ids.get(t, "") for t in partitions}
+            strategies = {"same-cluster": len(partitions)}
+        else:
+            strategies = {"earliest": len(partitions)}
+        offset = SourceOffset(plan.target.name, plan.target.epoch, self.spec.name, {}, ids=starts, starts_ids=starts)
+        return Arrival(self, offset, strategies, plan.source.name, plan.current.epoch)
+
+    def crossing(self, start: SourceOffset, arrival: Arrival, limit: int | None) -> SourceOffset:
+        starts = arrival.starts.starts_ids
+        last = self.cluster.last_ids(starts)
+        ids = {t: (v if id_key(v) > id_key(starts[t]) else starts[t]) for t, v in last.items()}
+        switch = {"from": arrival.came_from, "from_epoch": arrival.came_from_epoch,
+                  "strategies": dict(sorted(arrival.strategies.items()))}  # fmt: skip
+        return SourceOffset(start.route, arrival.epoch, self.spec.name, {}, ids=ids, starts_ids=starts, switch=switch)
+
+    def tasks(self, start: SourceOffset, end: SourceOffset, batch: str) -> list[ReadsPartition]:
+        same = start.cluster == end.cluster
+        starts = {t: end.starts_ids[t] if t in end.starts_ids else (start.ids.get(t, "") if same else "")
+                  for t in end.ids}  # fmt: skip
+        return pulsar_tasks(self.spec, self._options, end.epoch, starts, end.ids, batch)
+
+    def committed(self, end: SourceOffset) -> None:
+        self.cluster.acknowledge(end.ids)
+
+    def close(self) -> None:
+        self.cluster.close()
+
+
+def schema_ddl(options: SourceOptions) -> str:
+    return PULSAR_SCHEMA_DDL
+
+
+def open_plan(spec: ClusterSpec, options: SourceOptions, context: PlanContext) -> PulsarPlan:
+    return PulsarPlan(PulsarCluster(spec, options, subscription=f"hotstandby-spark-{options.require_group()}"),
+                      options, context)  # fmt: skip
+
+
+def batch_tasks(
+    options: SourceOptions, route: Route, spec: ClusterSpec, links: Mapping[tuple[str, str], Link]
+) -> list[ReadsPartition]:
+    """A batch read's tasks: every partition from its first message (``earliest``) or from
+    now (``latest``: nothing) to its last message when planned."""
+    check_pulsar_options(options)
+    cluster = PulsarCluster(spec, options)
+    try:
+        ends = cluster.last_ids(cluster.partitions())
+    finally:
+        cluster.close()
+    starts = ends if options.starting == LATEST else {}
+    return pulsar_tasks(spec, options, route.epoch, starts, ends, None)
