@@ -23,7 +23,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
-from hotstandby.errors import FormatError, HotStandbyError
+from hotstandby.errors import FormatError
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.staged import StagedAcks, StagedPart
@@ -31,7 +31,7 @@ from hotstandby.logs import get_logger
 from hotstandby.spark_integration.kafka_cluster import client_config
 from hotstandby.spark_integration.options import SourceOptions
 from hotstandby.spark_integration.planning import Range, Task
-from hotstandby.spark_integration.replan import Replan, Replans, replan_task
+from hotstandby.spark_integration.replan import STALL_S, Replan, Replans, RouteMoved, replan_task
 from hotstandby.spark_integration.schema import RowBuffer
 
 __all__ = ["DataLossError", "ReadTask", "read_task"]
@@ -40,7 +40,6 @@ log = get_logger("hotstandby.spark")
 
 _ROWS_PER_BATCH = 8192
 _WATERMARK_TIMEOUT_S = 5.0
-_STALL_S = 5.0  # no record for this long: has the route moved away from the cluster?
 # Errors librdkafka reports while it reconnects: no reason to fail a task by themselves.
 _PASSING = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE, KafkaError._TIMED_OUT})
 _READ_GROUP = "__hotstandby-spark-read"  # assign() reads: nothing joins or commits under it
@@ -89,7 +88,7 @@ def _records(
     try:
         while expected < r.end:
             idle = time.monotonic() - progress
-            if idle > _STALL_S and gone():
+            if idle > STALL_S and gone():
                 raise _ClusterGone()
             if idle > timeout_s:
                 raise KafkaException(KafkaError(KafkaError._TIMED_OUT,
@@ -208,27 +207,6 @@ class _TaskReader:
             yield buffer.flush()
 
 
-class _RouteCheck:
-    """``gone()`` for a streaming task: has the route moved to another cluster since the batch
-    was planned (asked at most every few seconds)?"""
-
-    def __init__(self, center: ConfigCenter, route: str, cluster: str, epoch: int) -> None:
-        self._center, self._route, self._cluster, self._epoch = center, route, cluster, epoch
-        self._asked = 0.0
-
-    def __call__(self) -> bool:
-        now = time.monotonic()
-        if now - self._asked < _STALL_S:
-            return False
-        self._asked = now
-        try:
-            route = self._center.route(self._route)
-        except HotStandbyError as exc:
-            log.info("spark.route_unknown", route=self._route, error=str(exc))
-            return False
-        return route.epoch > self._epoch and route.active != self._cluster
-
-
 def read_task(rt: ReadTask) -> Iterator[pa.RecordBatch]:
     """Read ``rt`` (on an executor); see the module docs."""
     opts, task = rt.options, rt.task
@@ -244,7 +222,7 @@ def read_task(rt: ReadTask) -> Iterator[pa.RecordBatch]:
         if plan is None:
             try:
                 yield from reader.read(
-                    rt.spec, rt.epoch, task.ranges, _RouteCheck(center, opts.route, rt.spec.name, rt.epoch)
+                    rt.spec, rt.epoch, task.ranges, RouteMoved(center, opts.route, rt.spec.name, rt.epoch)
                 )
             except _ClusterGone:
                 plan = _replan(center, replans, rt)

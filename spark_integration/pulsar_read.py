@@ -2,12 +2,16 @@
 the message after the batch's start to the end of the batch's last entry, drop what the
 query's ledger holds and what the task emitted already, and return the rest as Arrow record
 batches; a streaming task then stages what it emitted (as :mod:`.kafka_read` does).
+
+A task whose cluster stops sending after the route moved to another cluster reads the
+partition there from its first message instead (the ledger and what it emitted drop what it
+read before); that plan is kept under the batch (:mod:`.replan`), so a replay reads the same.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pulsar
@@ -21,7 +25,8 @@ from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.staged import StagedAcks, StagedPart
 from hotstandby.logs import get_logger
 from hotstandby.spark_integration.options import SourceOptions
-from hotstandby.spark_integration.pulsar_cluster import client_kwargs, id_key, message_id
+from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, client_kwargs, id_key, message_id
+from hotstandby.spark_integration.replan import STALL_S, Replan, Replans, RouteMoved
 from hotstandby.spark_integration.schema import PulsarRows
 
 __all__ = ["PulsarReadTask", "read_pulsar_task"]
@@ -52,13 +57,21 @@ class PulsarReadTask:
         return read_pulsar_task(self)
 
 
-def _messages(reader: pulsar.Reader, task: PulsarReadTask) -> Iterator[pulsar.Message]:
-    end = id_key(task.end)
+class _ClusterGone(Exception):
+    """The cluster stopped sending and the route moved on."""
+
+
+def _messages(reader: pulsar.Reader, task: PulsarReadTask, cluster: str, end_id: str,
+              moved: Callable[[], bool]) -> Iterator[pulsar.Message]:  # fmt: skip
+    end = id_key(end_id)
     timeout_s = task.options.poll_timeout_ms / 1000
     progress = time.monotonic()
     while True:
-        if time.monotonic() - progress > timeout_s:
-            raise pulsar.Timeout(f"reading {task.topic} up to {task.end} on {task.spec.name}: "
+        idle = time.monotonic() - progress
+        if idle > STALL_S and moved():
+            raise _ClusterGone()
+        if idle > timeout_s:
+            raise pulsar.Timeout(f"reading {task.topic} up to {end_id} on {cluster}: "
                                  f"nothing for {task.options.poll_timeout_ms} ms")  # fmt: skip
         try:
             msg = reader.read_next(timeout_millis=_READ_MS)
@@ -74,30 +87,38 @@ def _messages(reader: pulsar.Reader, task: PulsarReadTask) -> Iterator[pulsar.Me
             return  # the end's entry was the last one
 
 
-def read_pulsar_task(task: PulsarReadTask) -> Iterator[pa.RecordBatch]:
-    """Read ``task`` (on an executor); see the module docs."""
-    opts = task.options
-    streaming = task.batch is not None and bool(opts.group)
-    center = ConfigCenter.open(opts.settings) if streaming else None
-    try:
-        staged = StagedAcks(center, opts.group) if center is not None and opts.group else None
-        ledger = staged.load(task.logical, task.partition) if staged is not None else PartitionLedger()
-        dedupe = staged is not None or opts.dedupe
-        seen: set[RecordId] = set()
-        rows = PulsarRows(cluster=task.spec.name, epoch=task.epoch)
-        filtered = 0
-        client = pulsar.Client(task.spec.url, **client_kwargs(task.spec, opts))
+class _PartitionReader:
+    """Reads one partition's messages for a task, dropping what the ledger holds or the task
+    emitted already."""
+
+    def __init__(self, task: PulsarReadTask, ledger: PartitionLedger, *, dedupe: bool) -> None:
+        self._task = task
+        self._ledger = ledger
+        self._dedupe = dedupe
+        self.seen: set[RecordId] = set()
+        self.filtered = 0
+
+    def read(self, spec: ClusterSpec, epoch: int, topic: str, start: str, end: str,
+             moved: Callable[[], bool]) -> Iterator[pa.RecordBatch]:  # fmt: skip
+        task, opts = self._task, self._task.options
+        rows = PulsarRows(cluster=spec.name, epoch=epoch)
+        client = pulsar.Client(spec.url, **client_kwargs(spec, opts))
         try:
-            start = message_id(task.start) if task.start else pulsar.MessageId.earliest
-            reader = client.create_reader(task.topic, start, start_message_id_inclusive=False, **opts.pulsar_reader)
-            for msg in _messages(reader, task):
+            begin = message_id(start) if start else pulsar.MessageId.earliest
+            try:
+                reader = client.create_reader(topic, begin, start_message_id_inclusive=False, **opts.pulsar_reader)
+            except (pulsar.Timeout, pulsar.ConnectError) as exc:
+                if moved():
+                    raise _ClusterGone() from exc
+                raise
+            for msg in _messages(reader, task, spec.name, end, moved):
                 properties = msg.properties()
                 rid = identity_in(properties, msg)
-                if rid is not None and dedupe:
-                    if ledger.has(rid) or rid in seen:
-                        filtered += 1
+                if rid is not None and self._dedupe:
+                    if self._ledger.has(rid) or rid in self.seen:
+                        self.filtered += 1
                         continue
-                    seen.add(rid)
+                    self.seen.add(rid)
                 raw_id = properties.get(HEADER)
                 rows.add(msg.data(), msg.partition_key(), task.logical, bytes(msg.message_id().serialize()),
                          msg.publish_timestamp(), msg.event_timestamp(), properties,
@@ -109,11 +130,49 @@ def read_pulsar_task(task: PulsarReadTask) -> Iterator[pa.RecordBatch]:
             client.close()
         if len(rows):
             yield rows.flush()
-        if staged is not None and task.batch is not None:
-            staged.stage(task.batch, task.part, StagedPart.of(task.logical, task.partition, seen))
-        if filtered:
-            log.info("spark.task_filtered", topic=task.logical, partition=task.partition, filtered=filtered,
-                     emitted=len(seen), cluster=task.spec.name)  # fmt: skip
+
+
+def _replan(center: ConfigCenter, replans: Replans, task: PulsarReadTask) -> Replan:
+    """The partition on the route's active cluster, from its first message to its last now."""
+    assert task.batch is not None
+    route = center.route(task.options.route)
+    spec = center.cluster(route.active)
+    cluster = PulsarCluster(spec, task.options)
+    try:
+        end = cluster.last_ids([task.topic])[task.topic]
     finally:
-        if center is not None:
-            center.close()
+        cluster.close()
+    plan = Replan(spec.name, route.epoch, (), {"earliest": 1}, ((task.topic, "", end),))
+    stored = replans.claim(task.batch, task.part, plan)
+    log.warning("spark.task_replanned", batch=task.batch, part=task.part, came_from=task.spec.name,
+                cluster=stored.cluster, epoch=stored.epoch, strategies=dict(stored.strategies))  # fmt: skip
+    return stored
+
+
+def read_pulsar_task(task: PulsarReadTask) -> Iterator[pa.RecordBatch]:
+    """Read ``task`` (on an executor); see the module docs."""
+    opts = task.options
+    if task.batch is None or not opts.group:  # a batch read: no ledger, nothing staged
+        reader = _PartitionReader(task, PartitionLedger(), dedupe=opts.dedupe)
+        yield from reader.read(task.spec, task.epoch, task.topic, task.start, task.end, lambda: False)
+        return
+    with ConfigCenter.open(opts.settings) as center:
+        staged = StagedAcks(center, opts.group)
+        replans = Replans(center, opts.group)
+        reader = _PartitionReader(task, staged.load(task.logical, task.partition), dedupe=True)
+        plan = replans.get(task.batch, task.part)
+        if plan is None:
+            try:
+                moved = RouteMoved(center, opts.route, task.spec.name, task.epoch)
+                yield from reader.read(task.spec, task.epoch, task.topic, task.start, task.end, moved)
+            except _ClusterGone:
+                plan = _replan(center, replans, task)
+        if plan is not None:
+            spec = center.cluster(plan.cluster)
+            for topic, start, end in plan.ids:
+                if end:
+                    yield from reader.read(spec, plan.epoch, topic, start, end, lambda: False)
+        staged.stage(task.batch, task.part, StagedPart.of(task.logical, task.partition, reader.seen))
+        if reader.filtered:
+            log.info("spark.task_filtered", topic=task.logical, partition=task.partition, filtered=reader.filtered,
+                     emitted=len(reader.seen), cluster=task.spec.name)  # fmt: skip

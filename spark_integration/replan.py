@@ -13,6 +13,7 @@ ranges. The driver forgets a batch's plans when Spark commits it.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -20,13 +21,16 @@ from hotstandby.adapters.kafka.start_positions import Visit
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.doc_parsing import load_object
 from hotstandby.configcenter.versioned import create_value, delete_keys, read_prefix, read_versioned
-from hotstandby.errors import ValidationError
+from hotstandby.errors import HotStandbyError, ValidationError
 from hotstandby.logs import get_logger
 from hotstandby.spark_integration.kafka_cluster import KafkaCluster
 from hotstandby.spark_integration.options import SourceOptions
 from hotstandby.spark_integration.planning import Range
 
-__all__ = ["Replan", "Replans", "replan_task"]
+__all__ = ["STALL_S", "Replan", "Replans", "RouteMoved", "replan_task"]
+
+#: A task that gets no record for this long asks whether the route moved away from its cluster.
+STALL_S = 5.0
 
 log = get_logger("hotstandby.spark")
 
@@ -37,8 +41,9 @@ class Replan:
 
     cluster: str
     epoch: int
-    ranges: tuple[Range, ...]
+    ranges: tuple[Range, ...]  # Kafka
     strategies: Mapping[str, int]
+    ids: tuple[tuple[str, str, str], ...] = ()  # Pulsar: (partition's topic, start id, end id)
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -46,6 +51,7 @@ class Replan:
                 "cluster": self.cluster,
                 "epoch": self.epoch,
                 "ranges": [[r.topic, r.partition, r.start, r.end] for r in self.ranges],
+                "ids": [list(i) for i in self.ids],
                 "strategies": dict(sorted(self.strategies.items())),
             },
             separators=(",", ":"),
@@ -57,9 +63,31 @@ class Replan:
         try:
             ranges = tuple(Range(str(t), int(p), int(a), int(b)) for t, p, a, b in doc["ranges"])
             strategies = {str(k): int(v) for k, v in dict(doc.get("strategies", {})).items()}
-            return cls(str(doc["cluster"]), int(doc["epoch"]), ranges, strategies)
+            ids = tuple((str(t), str(a), str(b)) for t, a, b in doc.get("ids", []))
+            return cls(str(doc["cluster"]), int(doc["epoch"]), ranges, strategies, ids)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValidationError(what, f"not a re-plan: {exc}") from None
+
+
+class RouteMoved:
+    """``moved()`` for a streaming task: has the route moved to another cluster since the batch
+    was planned (asked at most every :data:`STALL_S`)?"""
+
+    def __init__(self, center: ConfigCenter, route: str, cluster: str, epoch: int) -> None:
+        self._center, self._route, self._cluster, self._epoch = center, route, cluster, epoch
+        self._asked = 0.0
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if now - self._asked < STALL_S:
+            return False
+        self._asked = now
+        try:
+            route = self._center.route(self._route)
+        except HotStandbyError as exc:
+            log.info("spark.route_unknown", route=self._route, error=str(exc))
+            return False
+        return route.epoch > self._epoch and route.active != self._cluster
 
 
 class Replans:

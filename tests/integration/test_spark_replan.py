@@ -5,23 +5,45 @@ from __future__ import annotations
 
 import uuid
 
+import pulsar
 import pytest
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.versioned import read_versioned
 from hotstandby.refcluster import RefCluster
-from hotstandby.spark_integration.kafka_read import ReadTask, read_task
+from hotstandby.spark_integration.cluster_plan import ReadsPartition
+from hotstandby.spark_integration.kafka_read import ReadTask
 from hotstandby.spark_integration.options import parse_options
 from hotstandby.spark_integration.planning import Range, Task
+from hotstandby.spark_integration.pulsar_cluster import PulsarCluster
+from hotstandby.spark_integration.pulsar_read import PulsarReadTask
 from tests.integration.kafka_helpers import create_topic, produce_values
+from tests.integration.test_spark_pulsar import send
 from tests.integration.test_spark_source import replicated
+from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
 
 
-def values_of(task: ReadTask) -> tuple[list[str], set[str]]:
-    rows = [batch.to_pydict() for batch in read_task(task)]
+def values_of(task: ReadsPartition) -> tuple[list[str], set[str]]:
+    rows = [batch.to_pydict() for batch in task.read()]
     return [v.decode() for r in rows for v in r["value"]], {c for r in rows for c in r["cluster"]}
+
+
+def count_messages(url: str, topic: str) -> int:
+    """Messages a reader from the earliest finds on ``topic`` now."""
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        count = 0
+        while reader.has_message_available():
+            reader.read_next(timeout_millis=5000)
+            count += 1
+        return count
+    except pulsar.UnknownError:  # pulsar-lite, for a topic nothing was written to yet
+        return 0
+    finally:
+        client.close()
 
 
 def test_a_task_whose_cluster_died_reads_on_the_new_cluster_and_its_replay_reads_the_same(
@@ -53,3 +75,40 @@ def test_a_task_whose_cluster_died_reads_on_the_new_cluster_and_its_replay_reads
         assert again == got, "a replay of the task reads exactly the same"
     finally:
         refcluster.restart("kafka-a")
+
+
+def test_a_pulsar_task_whose_cluster_died_reads_on_the_new_cluster_and_its_replay_reads_the_same(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    topic = f"persistent://public/default/spr-{uuid.uuid4().hex[:8]}"
+    for cluster in ("pulsar-a", "pulsar-b"):
+        center.register_topic(cluster, topic)
+    with ConfigCenter.open(refcluster.settings()) as shared:  # the replicators read the default namespace
+        for cluster in ("pulsar-a", "pulsar-b"):
+            shared.register_topic(cluster, topic)
+    values = [f"v{i}" for i in range(60)]
+    send(refcluster, namespace, topic, values)
+    b = refcluster.cluster_spec("pulsar-b")
+    wait_for(lambda: count_messages(b.url, topic) >= len(values), timeout=60, what="the copy on pulsar-b")
+    group = f"q-{uuid.uuid4().hex[:6]}"
+    options = parse_options({"hotstandby.route": "payments", "hotstandby.etcd": f"127.0.0.1:{refcluster.ports.etcd}",
+                             "hotstandby.namespace": namespace, "hotstandby.group": group, "topic": topic,
+                             "kafkaConsumer.pollTimeoutMs": "20000",
+                             "pulsar.client.operation_timeout_seconds": "5"}, streaming=True)  # fmt: skip
+    a = center.cluster("pulsar-a")
+    last = PulsarCluster(a, options)
+    try:
+        end = last.last_ids([topic])[topic]
+    finally:
+        last.close()
+    planned = PulsarReadTask(a, options, center.route("payments").epoch, topic, topic, 0, "", end, "b-1", 0)
+    refcluster.kill("pulsar-a")
+    try:
+        center.switch("payments", "pulsar-b", reason="test: pulsar-a died under a batch")
+        got, clusters = values_of(planned)
+        assert sorted(got) == sorted(values), "every message of the range, read on pulsar-b, once"
+        assert clusters == {"pulsar-b"}
+        again, _ = values_of(planned)
+        assert again == got, "a replay of the task reads exactly the same"
+    finally:
+        refcluster.restart("pulsar-a")
