@@ -66,6 +66,12 @@ class KafkaWorkload:
     def restarted(self, rc: RefCluster, broker: str) -> None:
         _create_topic(rc.url(broker), self.topic)  # Tansu came back empty
 
+    def before_flip(self, k: int, ctx: DrillContext) -> None:
+        """Nothing to do: the clients follow the flip by themselves."""
+
+    def after_flip(self, k: int, ctx: DrillContext) -> None:
+        """Nothing to do: the clients follow the flip by themselves."""
+
     def produce(self, ctx: DrillContext) -> None:
         producer = Producer(self._config(ctx, "drill-producer"))
         try:

@@ -79,6 +79,12 @@ class PulsarWorkload:
     def restarted(self, rc: RefCluster, broker: str) -> None:
         """pulsar-lite keeps its data across a restart: nothing to provision."""
 
+    def before_flip(self, k: int, ctx: DrillContext) -> None:
+        """Nothing to do: the clients follow the flip by themselves."""
+
+    def after_flip(self, k: int, ctx: DrillContext) -> None:
+        """Nothing to do: the clients follow the flip by themselves."""
+
     def produce(self, ctx: DrillContext) -> None:
         client = self._client(ctx, "drill-producer")
         try:

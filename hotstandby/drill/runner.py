@@ -2,7 +2,8 @@
 threads on a fresh topic of the reference cluster while the route flips between the two
 clusters of that system (the first flip after a SIGKILL of the active broker, with
 ``kill_primary``); a :class:`Tally` counts every record and the report says what was lost or
-duplicated. A :class:`Workload` supplies the system's part: its topic, its clients."""
+duplicated. A :class:`Workload` supplies the system's part: its topic, its clients, and what
+it does around each flip (the Spark drill kills and restarts its driver there)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,8 @@ class DrillOptions:
     switches: int = 2
     kill_primary: bool = False
     consumers: int = 2
-    rate: int | None = None  # records/s offered; None: spread over ~6 s per phase, at most MAX_PACE
+    rate: int | None = None  # records/s offered; None: spread over ~phase_s per phase, at most MAX_PACE
+    phase_s: float = 6.0  # without a rate: seconds of producing before each flip and after the last
     # The whole drill, after which it reports what it has. 100 000-record failback drills take
     # 500-620 s on the reference broker (one record per produce request: docs/refcluster.md).
     timeout_s: float = 900.0
@@ -61,7 +63,7 @@ class DrillOptions:
         """Records per second the producer offers, so that the flips fall mid-stream."""
         if self.rate is not None:
             return float(self.rate)
-        return min(MAX_PACE, self.messages / (6.0 * (self.switches + 1)))
+        return min(MAX_PACE, self.messages / (self.phase_s * (self.switches + 1)))
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,15 @@ class Workload(Protocol):
 
     def restarted(self, rc: RefCluster, broker: str) -> None:
         """``broker`` came back empty after its SIGKILL: provision the topic again."""
+        ...
+
+    def before_flip(self, k: int, ctx: DrillContext) -> None:
+        """The runner is about to flip the route for the ``k``-th time (from 0): the broker
+        kill, if any, comes after this."""
+        ...
+
+    def after_flip(self, k: int, ctx: DrillContext) -> None:
+        """The ``k``-th flip is written; the runner waits for the clients to move next."""
         ...
 
 
@@ -199,6 +210,7 @@ def run_drill(
             if restart is not None:
                 _restart(rc, workload, restart)
                 restart = None
+            workload.before_flip(k, ctx)
             route = center.route(workload.route)
             target = next(c for c in route.clusters if c != route.active)
             kill = options.kill_primary and k == 0
@@ -208,6 +220,7 @@ def run_drill(
             center.switch(workload.route, target, reason=f"hotstandby drill, switch {k + 1}")
             mark = tally.flip(route.active, target, killed=kill)
             log.info("drill.flipped", source=route.active, to=target, killed=kill)
+            workload.after_flip(k, ctx)
             _wait_moved(center, workload.route, mark, wait_until, functools.partial(_finished, ctx))
         if restart is not None:
             _restart(rc, workload, restart)
@@ -223,7 +236,8 @@ def run_drill(
         threads.join(60)
         center.close()
     if threads.errors:
-        raise DrillFailed(f"a drill client failed: {threads.errors[0]!r}") from threads.errors[0]
+        error = threads.errors[0]
+        raise DrillFailed(f"a drill client failed: {type(error).__name__}: {error}") from error
     lost = tally.lost()
     return DrillReport(
         system=workload.system,

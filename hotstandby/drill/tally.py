@@ -82,6 +82,12 @@ class Tally:
                 self._outstanding.discard(seq)
                 self.consumed.add(seq)
 
+    def withdrawn(self, seqs: list[int]) -> None:
+        """The acknowledgement of ``seqs`` no longer holds (a sink overwrote the batch that
+        held them without them): they count as lost unless they are consumed again."""
+        with self._lock:
+            self.consumed.difference_update(seqs)
+
     def flip(self, source: str, to: str, *, killed: bool = False) -> SwitchMark:
         mark = SwitchMark(source, to, killed=killed)
         with self._lock:

@@ -1,0 +1,142 @@
+"""The Spark drill's streaming job, a program (``hotstandby.drill.spark`` starts it)::
+
+    python -m hotstandby.drill.spark_job --etcd HOST:PORT --namespace NS --route orders \\
+        --topic T --group G --checkpoint DIR --sink DIR [--max-offsets N]
+
+A local Spark session (two cores, loopback only) runs one streaming query over the
+``hotstandby`` source, from the earliest records, a micro-batch every 500 ms. Its
+``foreachBatch`` sink writes batch ``id`` to ``<sink>/batch-<id>.json`` —
+``{"batch": id, "rows": [[value, cluster], ...]}``, rows sorted — through a temporary file and
+:func:`os.replace`: a reader never sees half a file, and a batch that Spark runs again after a
+restart overwrites its own file (an idempotent sink).
+
+It runs until SIGTERM or SIGINT (the query and the session are stopped; exit status 0) or
+until the query fails (exit status 1, the error on stderr). Nothing is printed on stdout: the
+job's output and that of Spark's JVM go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from hotstandby.spark_integration import FORMAT, register
+
+__all__ = ["main"]
+
+TRIGGER = "500 milliseconds"
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m hotstandby.drill.spark_job", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--etcd", required=True, metavar="HOST:PORT")
+    p.add_argument("--namespace", required=True)
+    p.add_argument("--route", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--group", required=True, help="the query's ledger (hotstandby.group)")
+    p.add_argument("--checkpoint", required=True, type=Path, metavar="DIR")
+    p.add_argument("--sink", required=True, type=Path, metavar="DIR")
+    p.add_argument("--max-offsets", type=int, default=2000, metavar="N", help="maxOffsetsPerTrigger (default 2000)")
+    return p
+
+
+def write_batch(sink: Path, batch_id: int, rows: list[list[Any]]) -> Path:
+    """Write one batch's file atomically (a temporary file, then :func:`os.replace`)."""
+    path = sink / f"batch-{batch_id}.json"
+    temporary = sink / f".batch-{batch_id}.json.tmp"
+    temporary.write_text(json.dumps({"batch": batch_id, "rows": sorted(rows)}))
+    os.replace(temporary, path)
+    return path
+
+
+def _sink(directory: Path) -> Callable[[DataFrame, int], None]:
+    def write(batch: DataFrame, batch_id: int) -> None:
+        rows = [[None if r.value is None else bytes(r.value).decode(), r.cluster]
+                for r in batch.select("value", "cluster").collect()]  # fmt: skip
+        write_batch(directory, batch_id, rows)
+
+    return write
+
+
+def _report_progress(progress: Any, reported: Any) -> Any:
+    """A line on stderr for each micro-batch: what a slow or stalled drill needs explained."""
+    if progress is None or progress.batchId == reported or "addBatch" not in progress.durationMs:
+        return reported  # nothing new, or a trigger without data
+    print(f"spark_job: batch {progress.batchId} rows {progress.numInputRows} {progress.timestamp} "
+          f"ms {json.dumps(progress.durationMs, sort_keys=True)}", file=sys.stderr, flush=True)  # fmt: skip
+    return progress.batchId
+
+
+def _session() -> SparkSession:
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("hotstandby-drill")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    os.dup2(2, 1)  # stdout is stderr from here on, for the JVM (it inherits fd 1) too
+    sys.stdout = sys.stderr
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    args.sink.mkdir(parents=True, exist_ok=True)
+    spark = _session()
+    failure = ""
+    try:
+        register(spark)
+        query = (
+            spark.readStream.format(FORMAT)
+            .option("hotstandby.route", args.route)
+            .option("hotstandby.etcd", args.etcd)
+            .option("hotstandby.namespace", args.namespace)
+            .option("hotstandby.group", args.group)
+            .option("subscribe", args.topic)
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", str(args.max_offsets))
+            .load()
+            .writeStream.foreachBatch(_sink(args.sink))
+            .option("checkpointLocation", str(args.checkpoint))
+            .trigger(processingTime=TRIGGER)
+            .start()
+        )
+        try:
+            reported = None
+            while not stop.is_set() and not failure:
+                if query.awaitTermination(1):  # raises if the query failed
+                    failure = "the query stopped by itself"
+                reported = _report_progress(query.lastProgress, reported)
+        finally:
+            query.stop()
+    except Exception as exc:
+        failure = f"the query failed: {exc}"
+    finally:
+        spark.stop()
+    if failure:  # last, so that it ends the log
+        print(f"spark_job: {failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
