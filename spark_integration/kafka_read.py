@@ -23,6 +23,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
+from hotstandby.configcenter.polling import patiently
 from hotstandby.errors import FormatError
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
@@ -217,18 +218,23 @@ def read_task(rt: ReadTask) -> Iterator[pa.RecordBatch]:
     with ConfigCenter.open(opts.settings) as center:
         staged = StagedAcks(center, opts.group)
         replans = Replans(center, opts.group)
-        reader = _TaskReader(opts, task, staged.load(task.logical, task.partition), dedupe=True)
-        plan = replans.get(rt.batch, rt.part)
+        wait = opts.settings.etcd_timeout  # executors wait out a short etcd outage, as clients do
+        batch = rt.batch
+        ledger = patiently(lambda: staged.load(task.logical, task.partition), wait)
+        reader = _TaskReader(opts, task, ledger, dedupe=True)
+        plan = patiently(lambda: replans.get(batch, rt.part), wait)
         if plan is None:
             try:
                 yield from reader.read(
                     rt.spec, rt.epoch, task.ranges, RouteMoved(center, opts.route, rt.spec.name, rt.epoch)
                 )
             except _ClusterGone:
-                plan = _replan(center, replans, rt)
+                plan = patiently(lambda: _replan(center, replans, rt), wait)
         if plan is not None:
-            yield from reader.read(center.cluster(plan.cluster), plan.epoch, plan.ranges, lambda: False)
-        staged.stage(rt.batch, rt.part, reader.emitted())
+            spec = patiently(lambda: center.cluster(plan.cluster), wait)
+            yield from reader.read(spec, plan.epoch, plan.ranges, lambda: False)
+        emitted = reader.emitted()
+        patiently(lambda: staged.stage(batch, rt.part, emitted), wait)
         if reader.filtered:
             log.info("spark.task_filtered", topic=task.logical, partition=task.partition, filtered=reader.filtered,
                      emitted=reader.emitted_count, cluster=rt.spec.name)  # fmt: skip

@@ -20,6 +20,7 @@ import pyarrow as pa
 from hotstandby.adapters.pulsar.adapter import identity_in
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
+from hotstandby.configcenter.polling import patiently
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.staged import StagedAcks, StagedPart
@@ -159,20 +160,24 @@ def read_pulsar_task(task: PulsarReadTask) -> Iterator[pa.RecordBatch]:
     with ConfigCenter.open(opts.settings) as center:
         staged = StagedAcks(center, opts.group)
         replans = Replans(center, opts.group)
-        reader = _PartitionReader(task, staged.load(task.logical, task.partition), dedupe=True)
-        plan = replans.get(task.batch, task.part)
+        wait = opts.settings.etcd_timeout  # executors wait out a short etcd outage, as clients do
+        batch = task.batch
+        ledger = patiently(lambda: staged.load(task.logical, task.partition), wait)
+        reader = _PartitionReader(task, ledger, dedupe=True)
+        plan = patiently(lambda: replans.get(batch, task.part), wait)
         if plan is None:
             try:
                 moved = RouteMoved(center, opts.route, task.spec.name, task.epoch)
                 yield from reader.read(task.spec, task.epoch, task.topic, task.start, task.end, moved)
             except _ClusterGone:
-                plan = _replan(center, replans, task)
+                plan = patiently(lambda: _replan(center, replans, task), wait)
         if plan is not None:
-            spec = center.cluster(plan.cluster)
+            spec = patiently(lambda: center.cluster(plan.cluster), wait)
             for topic, start, end in plan.ids:
                 if end:
                     yield from reader.read(spec, plan.epoch, topic, start, end, lambda: False)
-        staged.stage(task.batch, task.part, StagedPart.of(task.logical, task.partition, reader.seen))
+        emitted = StagedPart.of(task.logical, task.partition, reader.seen)
+        patiently(lambda: staged.stage(batch, task.part, emitted), wait)
         if reader.filtered:
             log.info("spark.task_filtered", topic=task.logical, partition=task.partition, filtered=reader.filtered,
                      emitted=len(reader.seen), cluster=task.spec.name)  # fmt: skip

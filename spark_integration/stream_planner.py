@@ -30,6 +30,8 @@ from dataclasses import replace
 from typing import Any
 
 from hotstandby.configcenter.documents import ClusterSpec, Route
+from hotstandby.configcenter.polling import patiently
+from hotstandby.errors import ConfigCenterUnavailable
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteFollower
 from hotstandby.failover.ledger.staged import StagedAcks
@@ -131,7 +133,7 @@ class StreamPlanner:
         """The batch from ``start`` to ``end`` as executor tasks. The batch ending at ``start``
         is committed (Spark plans a batch only after the one before it): its staged
         identities go into the ledger first, in case the driver died before ``commit``."""
-        self._staged.commit(batch_name(start))
+        patiently(lambda: self._staged.commit(batch_name(start)), self._options.settings.etcd_timeout)
         with self._lock:
             current = self._cluster if self._cluster.spec.name == end.cluster else None
         plan = current or self._opener(self._follower.cluster(end.cluster), self._options, self._context)
@@ -145,8 +147,12 @@ class StreamPlanner:
         """Spark committed the batch ending at ``end``: its identities go into the ledger; the
         cluster records the progress where it can (Kafka: the group's offsets, for MM2)."""
         name = batch_name(end)
-        stamps = self._staged.commit(name)
-        self._replans.forget(name)
+        try:
+            stamps = patiently(lambda: self._staged.commit(name), self._options.settings.etcd_timeout)
+            self._replans.forget(name)
+        except ConfigCenterUnavailable as exc:  # the next batch's planning merges it first
+            log.warning("spark.commit_deferred", batch=name, error=str(exc))
+            return
         with self._lock:
             for topic, parts in stamps.items():
                 self._timestamps.setdefault(topic, {}).update(parts)

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-__all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock", "wait_until"]
+from hotstandby.errors import ConfigCenterUnavailable
+
+T = TypeVar("T")
+
+__all__ = ["SYSTEM_CLOCK", "Clock", "SystemClock", "patiently", "wait_until"]
 
 
 class Clock(Protocol):
@@ -56,3 +60,22 @@ def wait_until(
             return False
         clock.sleep(min(delay, left))
         delay = min(delay * 2, most)
+
+
+def patiently(call: Callable[[], T], timeout: float, *, clock: Clock = SYSTEM_CLOCK) -> T:
+    """``call()``, tried again while the config center is unreachable
+    (:class:`ConfigCenterUnavailable`) for up to ``timeout`` s; then the last such error."""
+    results: list[T] = []
+    errors: list[ConfigCenterUnavailable] = []
+
+    def attempt() -> bool:
+        try:
+            results.append(call())
+            return True
+        except ConfigCenterUnavailable as exc:
+            errors.append(exc)
+            return False
+
+    if wait_until(attempt, timeout, first=0.05, most=1.0, clock=clock):
+        return results[0]
+    raise errors[-1]
