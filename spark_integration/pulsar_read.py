@@ -62,11 +62,14 @@ class _ClusterGone(Exception):
     """The cluster stopped sending and the route moved on."""
 
 
-def _messages(reader: pulsar.Reader, task: PulsarReadTask, cluster: str, end_id: str,
+def _messages(reader: pulsar.Reader, task: PulsarReadTask, cluster: str, start_id: str, end_id: str,
               moved: Callable[[], bool]) -> Iterator[pulsar.Message]:  # fmt: skip
-    end = id_key(end_id)
+    """Messages after ``start_id``'s entry up to the end of ``end_id``'s: batches end after
+    whole entries, so a reader that starts inside the previous batch's last entry skips it."""
+    start, end = id_key(start_id), id_key(end_id)
     timeout_s = task.options.poll_timeout_ms / 1000
     progress = time.monotonic()
+    in_last_entry = False
     while True:
         idle = time.monotonic() - progress
         if idle > STALL_S and moved():
@@ -77,15 +80,24 @@ def _messages(reader: pulsar.Reader, task: PulsarReadTask, cluster: str, end_id:
         try:
             msg = reader.read_next(timeout_millis=_READ_MS)
         except pulsar.Timeout:
+            if in_last_entry:
+                return  # a batch entry arrives whole: nothing more of it is coming
             continue
         progress = time.monotonic()
         mid = msg.message_id()
         at = (mid.ledger_id(), mid.entry_id())
         if at > end:
             return
+        if at <= start:
+            continue
         yield msg
-        if at == end and not reader.has_message_available():
-            return  # the end's entry was the last one
+        if at == end:
+            if mid.batch_index() < 0:
+                return  # the last entry held one message
+            # More of the last entry's batch may follow. Not has_message_available(): the
+            # broker's last id names the entry, not the message in it, and it can say "no
+            # more" halfway through the batch.
+            in_last_entry = True
 
 
 class _PartitionReader:
@@ -112,7 +124,7 @@ class _PartitionReader:
                 if moved():
                     raise _ClusterGone() from exc
                 raise
-            for msg in _messages(reader, task, spec.name, end, moved):
+            for msg in _messages(reader, task, spec.name, start, end, moved):
                 properties = msg.properties()
                 rid = identity_in(properties, msg)
                 if rid is not None and self._dedupe:
