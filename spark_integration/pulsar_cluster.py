@@ -57,8 +57,14 @@ def id_key(text: str) -> tuple[int, int]:
     return (mid.ledger_id(), mid.entry_id())
 
 
+#: pulsar-client waits 30 s for an operation by default; the source asks the cluster on every
+#: trigger and a task checks the route after a stall, so a cluster that died is noticed sooner.
+_OPERATION_TIMEOUT_S = 5
+
+
 def client_kwargs(spec: ClusterSpec, options: SourceOptions) -> dict[str, Any]:
-    return {**spec.client_config("admin"), **options.pulsar_client}
+    """pulsar.Client's arguments: the cluster's settings, then ``pulsar.client.*``."""
+    return {"operation_timeout_seconds": _OPERATION_TIMEOUT_S, **spec.client_config("admin"), **options.pulsar_client}
 
 
 class PulsarCluster:

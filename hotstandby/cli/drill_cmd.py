@@ -3,7 +3,10 @@
 Uses the reference cluster running in ``--dir`` (``hotstandby refcluster up``) or starts one
 there and stops it afterwards. Without ``--system`` it drills Kafka, then Pulsar, then a short
 Spark part (at most :data:`DEFAULT_SPARK_MESSAGES` records; skipped, with a note, where pyspark
-is not installed). Exit status 0 when nothing was lost or duplicated, 1 otherwise.
+is not installed). ``--route`` picks the route the Spark drill reads (``orders``, Kafka, by
+default; ``payments``, Pulsar) and is refused, exit status 2, without ``--system spark``: the
+Kafka and Pulsar drills have their own routes. Exit status 0 when nothing was lost or
+duplicated, 1 otherwise, 2 bad usage.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 from hotstandby.cli.output import emit
 from hotstandby.cli.progress import ProgressBar
 from hotstandby.drill import DrillOptions, DrillProgress
-from hotstandby.drill.systems import DRILLS, drill_system
+from hotstandby.drill.systems import DRILLS, ROUTES, drill_system
 from hotstandby.errors import MissingDependencyError
 from hotstandby.refcluster import RefCluster
 
@@ -35,6 +38,9 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--system", choices=SYSTEMS,
                    help="which clients to drill (default: kafka, then pulsar, then a short spark part: at most "
                         f"{DEFAULT_SPARK_MESSAGES} records, skipped where pyspark is not installed)")  # fmt: skip
+    p.add_argument("--route", choices=tuple(ROUTES["spark"]),
+                   help="with --system spark only (refused otherwise, exit status 2): the route the query reads, "
+                        "orders (Kafka, the default) or payments (Pulsar), fed by that system's drill's producer")  # fmt: skip
     p.add_argument("--messages", type=int, default=20_000, metavar="N", help="records to produce (default 20000)")
     p.add_argument("--switches", type=int, default=2, metavar="K", help="route flips, A->B->A... (default 2)")
     p.add_argument("--kill-primary", action="store_true",
@@ -58,6 +64,10 @@ def drill(args: argparse.Namespace) -> int:
     if args.messages < 1 or args.switches < 0 or args.consumers < 1:
         print("hotstandby: error: --messages and --consumers must be >= 1, --switches >= 0", file=sys.stderr)
         return 2
+    if args.route is not None and args.system not in ROUTES:
+        print(f"hotstandby: error: --route applies to --system {' or '.join(ROUTES)} only: the kafka and pulsar "
+              "drills have their own routes (orders, payments)", file=sys.stderr)  # fmt: skip
+        return 2
     rc = RefCluster(args.dir)
     quiet = args.json
     started_here = False
@@ -76,7 +86,7 @@ def drill(args: argparse.Namespace) -> int:
 
     options = DrillOptions(
         messages=args.messages, switches=args.switches, kill_primary=args.kill_primary,
-        consumers=args.consumers, timeout_s=args.timeout, rate=args.rate,
+        consumers=args.consumers, timeout_s=args.timeout, rate=args.rate, route=args.route,
     )  # fmt: skip
     reports = []
     try:

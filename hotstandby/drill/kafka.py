@@ -19,7 +19,7 @@ from hotstandby.drill.runner import DrillContext, DrillFailed, DrillOptions, Dri
 from hotstandby.logs import get_logger
 from hotstandby.refcluster import RefCluster
 
-__all__ = ["KafkaWorkload", "run"]
+__all__ = ["WORKLOAD", "KafkaWorkload", "run"]
 
 log = get_logger("hotstandby.drill")
 
@@ -150,6 +150,9 @@ class KafkaWorkload:
         finally:
             ctx.filtered[name] = consumer.filtered
             consumer.close()
+
+
+WORKLOAD = KafkaWorkload  # the workload an integration's drill produces with (drill/systems.py)
 
 
 def run(rc: RefCluster, options: DrillOptions, progress: Callable[[DrillProgress], None] | None = None) -> DrillReport:

@@ -26,7 +26,7 @@ from hotstandby.drill.runner import DrillContext, DrillOptions, DrillProgress, n
 from hotstandby.logs import get_logger
 from hotstandby.refcluster import RefCluster
 
-__all__ = ["PulsarWorkload", "run"]
+__all__ = ["WORKLOAD", "PulsarWorkload", "run"]
 
 log = get_logger("hotstandby.drill")
 
@@ -179,6 +179,9 @@ def _receive(ctx: DrillContext, client: Client, consumer: Consumer) -> pulsar.Me
     # Moved while receiving: the message may come from either cluster.
     ctx.tally.received(int(msg.data()), before if client.cluster == before else None)
     return msg
+
+
+WORKLOAD = PulsarWorkload  # the workload an integration's drill produces with (drill/systems.py)
 
 
 def run(rc: RefCluster, options: DrillOptions, progress: Callable[[DrillProgress], None] | None = None) -> DrillReport:

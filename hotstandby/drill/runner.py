@@ -57,6 +57,9 @@ class DrillOptions:
     # 500-620 s on the reference broker (one record per produce request: docs/refcluster.md).
     timeout_s: float = 900.0
     settle_s: float = 5.0  # after everything was consumed: how long to watch for duplicates
+    # The route a drill of an integration reads (spark: see systems.ROUTES); None: its default.
+    # A messaging system's drill has its own route and takes no other.
+    route: str | None = None
 
     @property
     def pace(self) -> float:

@@ -1,14 +1,20 @@
-"""The Spark drill's workload: the Kafka drill's SDK producer on route ``orders``, read by one
-streaming query of the ``hotstandby`` Spark source (``hotstandby.drill.spark_job``, run as a
-process of its own) whose idempotent sink writes one file per micro-batch; the drill tails
-those files and counts every row.
+"""The Spark drill's workload: the SDK producer of the drill of the route's system — the Kafka
+drill's on ``orders`` (the default), the Pulsar drill's on ``payments`` — read by one streaming
+query of the ``hotstandby`` Spark source (``hotstandby.drill.spark_job``, run as a process of its
+own) whose idempotent sink writes one file per micro-batch; the drill tails those files and
+counts every row.
 
+* **What differs by route** is the *feed*, the system drill's workload: how it makes its topic
+  (on Pulsar: registered for the reference replicators), produces, and provisions a broker
+  restarted after ``--kill-primary``; and the source's options for its topic
+  (:func:`source_options`). The rest — the job, the driver kill, the sink — is one code path:
+  both kinds have the ``value`` and ``cluster`` columns the sink keeps.
 * **One consumer**, whatever ``--consumers`` says: a query is one consumer (it has one
   checkpoint and one ledger), and two would share them.
 * **The driver dies.** Before the last flip every process of the job (the Python driver,
   Spark's JVM, its Python workers) is SIGKILLed; after the flip the job starts again on the
   same checkpoint and group, so the query resumes from a checkpoint taken at the older epoch
-  and replays the batch it was running. The report's ``phase`` says so.
+  and replays the batch it was running. The report's ``phase`` says so, and names the route.
 * **The sink** is ``<sink>/batch-<id>.json``; a file seen again with other rows (a replayed
   batch that read differently) counts the rows it gained as received again (duplicates, if
   consumed already) and the rows it lost as no longer consumed.
@@ -40,9 +46,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from hotstandby.configcenter import ConfigCenter, polling
-from hotstandby.drill.kafka import KafkaWorkload
 from hotstandby.drill.report import DrillReport
-from hotstandby.drill.runner import DrillContext, DrillFailed, DrillOptions, DrillProgress, new_run_id, run_drill
+from hotstandby.drill.runner import (
+    DrillContext,
+    DrillFailed,
+    DrillOptions,
+    DrillProgress,
+    Workload,
+    new_run_id,
+    run_drill,
+)
+from hotstandby.drill.systems import ROUTES, feed_workload, route_system
 from hotstandby.errors import MissingDependencyError
 from hotstandby.failover.presence import list_clients
 from hotstandby.logs import get_logger
@@ -50,11 +64,13 @@ from hotstandby.refcluster import RefCluster
 from hotstandby.refcluster.processes import spawn, tail
 from hotstandby.settings import Settings
 
-__all__ = ["SparkWorkload", "run"]
+__all__ = ["DEFAULT_ROUTE", "SparkWorkload", "run", "source_options"]
 
 log = get_logger("hotstandby.drill")
 
+DEFAULT_ROUTE = next(iter(ROUTES["spark"]))
 PHASE = "one streaming query, foreachBatch sink"
+MAX_OFFSETS_PER_TRIGGER = 2000  # Kafka routes: records per micro-batch
 # Seconds of producing between flips (without --rate): a micro-batch takes 1-2 s here, the first
 # on a new cluster up to 10 s; in 6 s phases (the other drills') the flips bunch up at the end.
 PHASE_S = 10.0
@@ -120,12 +136,27 @@ class _Job:
             self.proc.wait(_KILL_TIMEOUT_S)
 
 
-class SparkWorkload(KafkaWorkload):
+def source_options(system: str, topic: str) -> dict[str, str]:
+    """The Spark source's options that read ``topic`` on a route of ``system`` (besides the
+    route, the group and ``startingOffsets``; docs/spark.md)."""
+    if system == "pulsar":  # by its full name; Pulsar counts no offsets: no maxOffsetsPerTrigger
+        return {"topic": topic}
+    return {"subscribe": topic, "maxOffsetsPerTrigger": str(MAX_OFFSETS_PER_TRIGGER)}
+
+
+class SparkWorkload:
     system = "spark"
 
-    def __init__(self, run: str) -> None:
-        super().__init__(run)
-        self.phase = PHASE
+    def __init__(self, run: str, route: str = DEFAULT_ROUTE) -> None:
+        self.run = run
+        self.feed_system = route_system(self.system, route)
+        self.feed: Workload = feed_workload(self.feed_system, run)  # its producer feeds the query
+        if self.feed.route != route:
+            raise DrillFailed(f"the {self.feed_system} drill produces on route {self.feed.route!r}, not {route!r}")
+        self.route = route
+        self.topic = self.feed.topic
+        self._phase = f"route {route} ({self.feed_system}), {PHASE}"
+        self.phase = self._phase
         self.group = f"drill-{run}"
         self._dir: Path | None = None
         self._lock = threading.Lock()
@@ -145,17 +176,22 @@ class SparkWorkload(KafkaWorkload):
         return self._dir
 
     def prepare(self, rc: RefCluster, ctx: DrillContext) -> None:
-        super().prepare(rc, ctx)
+        self.feed.prepare(rc, ctx)
         self._dir = Path(tempfile.mkdtemp(prefix=f"hotstandby-drill-spark-{self.run}-"))
         (self._dir / "sink").mkdir()
+
+    def restarted(self, rc: RefCluster, broker: str) -> None:
+        self.feed.restarted(rc, broker)
 
     # -- the job --------------------------------------------------------------------------
 
     def _start(self, ctx: DrillContext) -> _Job:
         work = self._work
         argv = [sys.executable, "-m", "hotstandby.drill.spark_job", "--etcd", ctx.etcd, "--namespace", ctx.namespace,
-                "--route", self.route, "--topic", self.topic, "--group", self.group,
+                "--route", self.route, "--group", self.group,
                 "--checkpoint", str(work / "checkpoint"), "--sink", str(work / "sink")]  # fmt: skip
+        for key, value in source_options(self.feed_system, self.topic).items():
+            argv += ["--option", f"{key}={value}"]
         return _Job(argv, work / "job.log", work)
 
     def _check_job(self) -> None:
@@ -186,15 +222,15 @@ class SparkWorkload(KafkaWorkload):
             if self._closed:
                 return
             self._job = self._start(ctx)
-        self.phase = f"{PHASE}; driver SIGKILLed before switch {k + 1} and restarted from its checkpoint after it"
+        self.phase = f"{self._phase}; driver SIGKILLed before switch {k + 1} and restarted from its checkpoint after it"
 
     # -- producing and consuming ----------------------------------------------------------
 
     def produce(self, ctx: DrillContext) -> None:
-        """The Kafka drill's producer, once the query follows the route."""
+        """The feed's producer, once the query follows the route."""
         self._wait_for_query(ctx)
         if not ctx.stop.is_set():
-            super().produce(ctx)
+            self.feed.produce(ctx)
 
     def _wait_for_query(self, ctx: DrillContext) -> None:
         client = f"spark-{self.group}"  # the query's presence (spark_integration's planner)
@@ -277,9 +313,10 @@ class SparkWorkload(KafkaWorkload):
 
 
 def run(rc: RefCluster, options: DrillOptions, progress: Callable[[DrillProgress], None] | None = None) -> DrillReport:
-    """The Spark drill on the (running) reference cluster ``rc``: one query, whatever
-    ``options.consumers`` says."""
+    """The Spark drill on the (running) reference cluster ``rc``, on ``options.route`` (default
+    ``orders``): one query, whatever ``options.consumers`` says."""
     if importlib.util.find_spec("pyspark") is None:  # the job needs it; this process does not
         raise MissingDependencyError("the Spark drill needs pyspark (Python >= 3.11): pip install 'hotstandby[spark]'")
+    workload = SparkWorkload(new_run_id(), options.route or DEFAULT_ROUTE)
     options = replace(options, consumers=1, phase_s=max(options.phase_s, PHASE_S))
-    return run_drill(rc, options, SparkWorkload(new_run_id()), progress)
+    return run_drill(rc, options, workload, progress)

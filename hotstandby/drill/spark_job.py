@@ -1,14 +1,20 @@
 """The Spark drill's streaming job, a program (``hotstandby.drill.spark`` starts it)::
 
-    python -m hotstandby.drill.spark_job --etcd HOST:PORT --namespace NS --route orders \\
-        --topic T --group G --checkpoint DIR --sink DIR [--max-offsets N]
+    python -m hotstandby.drill.spark_job --etcd HOST:PORT --namespace NS --route ROUTE \\
+        --group G --checkpoint DIR --sink DIR --option KEY=VALUE [--option KEY=VALUE ...]
 
 A local Spark session (two cores, loopback only) runs one streaming query over the
-``hotstandby`` source, from the earliest records, a micro-batch every 500 ms. Its
-``foreachBatch`` sink writes batch ``id`` to ``<sink>/batch-<id>.json`` —
+``hotstandby`` source, from the earliest records, a micro-batch every 500 ms; the ``--option``
+pairs say what it reads (a Kafka route: ``subscribe=T``, ``maxOffsetsPerTrigger=N``; a Pulsar
+route: ``topic=persistent://...``). Its ``foreachBatch`` sink keeps the ``value`` and
+``cluster`` columns (both kinds have them) and writes batch ``id`` to ``<sink>/batch-<id>.json`` —
 ``{"batch": id, "rows": [[value, cluster], ...]}``, rows sorted — through a temporary file and
 :func:`os.replace`: a reader never sees half a file, and a batch that Spark runs again after a
 restart overwrites its own file (an idempotent sink).
+
+``--topic T [--max-offsets N]`` (a Kafka route's ``subscribe=T``, ``maxOffsetsPerTrigger=N``,
+default 2000) is what drills of older versions pass; still accepted, as this program is found
+through the installed package, which may be newer than the drill that starts it.
 
 It runs until SIGTERM or SIGINT (the query and the session are stopped; exit status 0) or
 until the query fails (exit status 1, the error on stderr). Nothing is printed on stdout: the
@@ -42,12 +48,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--etcd", required=True, metavar="HOST:PORT")
     p.add_argument("--namespace", required=True)
     p.add_argument("--route", required=True)
-    p.add_argument("--topic", required=True)
     p.add_argument("--group", required=True, help="the query's ledger (hotstandby.group)")
     p.add_argument("--checkpoint", required=True, type=Path, metavar="DIR")
     p.add_argument("--sink", required=True, type=Path, metavar="DIR")
-    p.add_argument("--max-offsets", type=int, default=2000, metavar="N", help="maxOffsetsPerTrigger (default 2000)")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--option", action="append", type=_option, metavar="KEY=VALUE",
+                      help="a source option (repeated): subscribe=T and maxOffsetsPerTrigger=N, or topic=T")  # fmt: skip
+    what.add_argument("--topic", help="a Kafka route's topic: subscribe=TOPIC with --max-offsets (older drills)")
+    p.add_argument("--max-offsets", type=int, default=2000, metavar="N", help="with --topic: maxOffsetsPerTrigger")
     return p
+
+
+def source_options(args: argparse.Namespace) -> dict[str, str]:
+    """The source options the command line asks for."""
+    if args.topic is not None:
+        return {"subscribe": args.topic, "maxOffsetsPerTrigger": str(args.max_offsets)}
+    return dict(args.option)
+
+
+def _option(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
 
 
 def write_batch(sink: Path, batch_id: int, rows: list[list[Any]]) -> Path:
@@ -111,9 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             .option("hotstandby.etcd", args.etcd)
             .option("hotstandby.namespace", args.namespace)
             .option("hotstandby.group", args.group)
-            .option("subscribe", args.topic)
             .option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", str(args.max_offsets))
+            .options(**source_options(args))
             .load()
             .writeStream.foreachBatch(_sink(args.sink))
             .option("checkpointLocation", str(args.checkpoint))

@@ -85,7 +85,38 @@ def test_spark_drill_with_a_killed_primary_and_a_killed_driver_loses_and_duplica
     assert [(s["from"], s["to"], s["killed"]) for s in report["switches"]] == [
         ("kafka-a", "kafka-b", True), ("kafka-b", "kafka-a", False), ("kafka-a", "kafka-b", False)
     ]  # fmt: skip
+    assert report["phase"].startswith("route orders (kafka), ")
     assert "driver SIGKILLed before switch 3 and restarted from its checkpoint" in report["phase"]
+
+
+def test_spark_drill_on_the_pulsar_route_with_a_killed_primary_and_a_killed_driver_loses_and_duplicates_nothing(
+    refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same on route ``payments``: the Pulsar drill's SDK producer, the query reading the
+    topic by its full name (no maxOffsetsPerTrigger); pulsar-a SIGKILLed before the first flip
+    (restarted with its data), the driver before the last."""
+    pytest.importorskip("pyspark")
+    code, report = drill(refcluster, capsys, "--system", "spark", "--route", "payments", "--messages", "2000",
+                         "--switches", "3", "--kill-primary", "--timeout", "300")  # fmt: skip
+    assert (report["system"], report["consumers"]) == ("spark", 1)
+    assert report["topic"].startswith("persistent://public/default/drill-")
+    assert (report["produced"], report["consumed"]) == (2000, 2000)
+    assert (report["lost"], report["duplicated"]) == (0, 0)
+    assert code == 0 and report["ok"]
+    assert [(s["from"], s["to"], s["killed"]) for s in report["switches"]] == [
+        ("pulsar-a", "pulsar-b", True), ("pulsar-b", "pulsar-a", False), ("pulsar-a", "pulsar-b", False)
+    ]  # fmt: skip
+    assert report["phase"].startswith("route payments (pulsar), ")
+    assert "driver SIGKILLed before switch 3 and restarted from its checkpoint" in report["phase"]
+
+
+@pytest.mark.parametrize("system", [["--system", "pulsar"], ["--system", "kafka"], []])
+def test_a_route_is_refused_for_a_drill_other_than_spark(
+    system: list[str], refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["drill", *system, "--route", "payments", "--dir", str(refcluster.dir), "--json"])
+    assert code == 2
+    assert "--route applies to --system spark only" in capsys.readouterr().err
 
 
 def test_drill_without_a_system_drills_every_system_in_turn(
