@@ -72,45 +72,24 @@ def test_spark_drill_with_a_killed_primary_and_a_killed_driver_loses_and_duplica
     refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """One streaming query of the Spark source (its own process, an idempotent foreachBatch
-    sink) reads what the SDK producer writes while the route flips three times: the first after
-    a SIGKILL of kafka-a, the last after a SIGKILL of the query's driver, which starts again
-    from its checkpoint (taken at the older epoch) once the flip is made."""
+    sink) reads what the SDK producer writes while the route flips twice: the first after a
+    SIGKILL of kafka-a, the failback (to kafka-a, restarted empty) after a SIGKILL of the
+    query's driver, which starts again from its checkpoint (taken at the older epoch) once the
+    flip is made. The Pulsar route's Spark drill runs from the command line (README)."""
     pytest.importorskip("pyspark")
-    code, report = drill(refcluster, capsys, "--system", "spark", "--messages", "3000", "--switches", "3",
+    code, report = drill(refcluster, capsys, "--system", "spark", "--messages", "3000", "--switches", "2",
                          "--kill-primary", "--timeout", "300")  # fmt: skip
     assert (report["system"], report["consumers"]) == ("spark", 1)
     assert (report["produced"], report["consumed"]) == (3000, 3000)
     assert (report["lost"], report["duplicated"]) == (0, 0)
     assert code == 0 and report["ok"]
     assert [(s["from"], s["to"], s["killed"]) for s in report["switches"]] == [
-        ("kafka-a", "kafka-b", True), ("kafka-b", "kafka-a", False), ("kafka-a", "kafka-b", False)
+        ("kafka-a", "kafka-b", True), ("kafka-b", "kafka-a", False)
     ]  # fmt: skip
     assert report["phase"].startswith("route orders (kafka), ")
-    assert "driver SIGKILLed before switch 3 and restarted from its checkpoint" in report["phase"]
+    assert "driver SIGKILLed before switch 2 and restarted from its checkpoint" in report["phase"]
 
 
-def test_spark_drill_on_the_pulsar_route_with_a_killed_primary_and_a_killed_driver_loses_and_duplicates_nothing(
-    refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The same on route ``payments``: the Pulsar drill's SDK producer, the query reading the
-    topic by its full name (no maxOffsetsPerTrigger); pulsar-a SIGKILLed before the first flip
-    (restarted with its data), the driver before the last."""
-    pytest.importorskip("pyspark")
-    code, report = drill(refcluster, capsys, "--system", "spark", "--route", "payments", "--messages", "2000",
-                         "--switches", "3", "--kill-primary", "--timeout", "300")  # fmt: skip
-    assert (report["system"], report["consumers"]) == ("spark", 1)
-    assert report["topic"].startswith("persistent://public/default/drill-")
-    assert (report["produced"], report["consumed"]) == (2000, 2000)
-    assert (report["lost"], report["duplicated"]) == (0, 0)
-    assert code == 0 and report["ok"]
-    assert [(s["from"], s["to"], s["killed"]) for s in report["switches"]] == [
-        ("pulsar-a", "pulsar-b", True), ("pulsar-b", "pulsar-a", False), ("pulsar-a", "pulsar-b", False)
-    ]  # fmt: skip
-    assert report["phase"].startswith("route payments (pulsar), ")
-    assert "driver SIGKILLed before switch 3 and restarted from its checkpoint" in report["phase"]
-
-
-@pytest.mark.parametrize("system", [["--system", "pulsar"], ["--system", "kafka"], []])
 def test_a_route_is_refused_for_a_drill_other_than_spark(
     system: list[str], refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -133,7 +112,8 @@ def test_drill_without_a_system_drills_every_system_in_turn(
         return DrillReport("spark", options.messages, options.messages, 0, 0, 0, 0, 0, 0, 0, 1, 0.0)
 
     monkeypatch.setattr(hotstandby.drill.spark, "run", spark_part)
-    code, out = drill(refcluster, capsys, "--messages", "1500", "--switches", "2", "--timeout", "180")
+    # Faster than the default pace: the flips still fall mid-stream (at 500 and 1000 records).
+    code, out = drill(refcluster, capsys, "--messages", "1500", "--switches", "2", "--rate", "300", "--timeout", "180")
     assert [r["system"] for r in out["reports"]] == ["kafka", "pulsar", "spark"]
     assert [(r["produced"], r["lost"], r["duplicated"]) for r in out["reports"][:2]] == [(1500, 0, 0), (3000, 0, 0)]
     assert [p["produced"] for p in out["reports"][1]["phases"]] == [1500, 1500]

@@ -53,16 +53,16 @@ def test_a_batch_read_sees_the_logical_topic_once_across_copies_and_re_sends(
     topic = f"sb-{uuid.uuid4().hex[:8]}"
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), topic, 2)
-    before = [f"a{i}" for i in range(200)]
+    before = [f"a{i}" for i in range(80)]
     produce_values(refcluster, namespace, topic, before)
     replicated(refcluster, topic, len(before))
     center.switch("orders", "kafka-b", reason="test")
-    after = [f"b{i}" for i in range(100)]
+    after = [f"b{i}" for i in range(40)]
     produce_values(refcluster, namespace, topic, after)
     # Twins as a producer's re-send after a switch makes them: records of the copy written
     # again, identity and all, to the topic itself.
     b = refcluster.cluster_spec("kafka-b")
-    twins = read_all(b, f"kafka-a.{topic}", 0)[:50]
+    twins = read_all(b, f"kafka-a.{topic}", 0)[:20]
     produce_all(raw_producer(b), [{"topic": topic, "partition": 0, "key": m.key(), "value": m.value(),
                                    "headers": m.headers()} for m in twins])  # fmt: skip
 
@@ -152,12 +152,12 @@ def test_a_streaming_query_follows_a_flip_and_a_failback_exactly_once(
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), topic, 2)
     sink = Sink()
-    query = stream(topic, sink, maxOffsetsPerTrigger="150")
+    query = stream(topic, sink, maxOffsetsPerTrigger="90")
     expected: list[str] = []
     for step, target in enumerate(("kafka-a", "kafka-b", "kafka-a")):
         if step:
             center.switch("orders", target, reason="test")
-        values = [f"{target}-{step}-{i}" for i in range(200)]
+        values = [f"{target}-{step}-{i}" for i in range(120)]
         produce_values(refcluster, namespace, topic, values)
         expected += values
 
@@ -173,6 +173,6 @@ def test_a_streaming_query_follows_a_flip_and_a_failback_exactly_once(
     assert sorted(seen) == sorted(expected), "lost or duplicated"
     with sink.lock:
         largest = max(len(rows) for rows in sink.batches.values())
-    assert largest <= 150 + 2, "maxOffsetsPerTrigger (at most one more per partition, Spark's rounding)"
+    assert largest <= 90 + 2, "maxOffsetsPerTrigger (at most one more per partition, Spark's rounding)"
     progress = [p.json if hasattr(p, "json") else json.dumps(p) for p in query.recentProgress]
     assert any("strategies" in text for text in progress), "a batch's offset names the switch and its strategies"
