@@ -78,6 +78,10 @@ def stop_pid(pid: int, argv: Sequence[str], *, timeout: float = 10.0, sig: int =
             os.kill(pid, signal.SIGKILL)
     if not _wait_gone(pid, argv, 5.0):
         raise ProcessStartError(f"process {pid} ({argv[0]}) did not exit after SIGKILL")
+    # It was started in a session of its own: what it left in its process group (a child that
+    # ignored SIGTERM, or outlived a supervisor that had to be killed) goes too.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
     return True
 
 
