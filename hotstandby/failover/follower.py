@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TypeVar
 
-from hotstandby.configcenter import ConfigCenter, RouteChange, RouteWatcher
+from hotstandby.configcenter import ConfigCenter, RouteChange, RouteWatcher, polling
 from hotstandby.configcenter.documents import ClusterSpec, Route
 from hotstandby.configcenter.polling import SYSTEM_CLOCK, Clock, wait_until
 from hotstandby.configcenter.sharing import SHARED_CENTERS, CenterPool
@@ -79,26 +79,25 @@ class RouteFollower:
         (``hotstandby.etcd.timeout.ms``): what creating a client or a consumer needs from etcd.
         Then :class:`ConfigCenterUnavailable` naming the endpoints."""
         settings = self.options.settings
-        results: list[T] = []
-        errors: list[ConfigCenterUnavailable] = []
+        logged: list[bool] = []
 
-        def attempt() -> bool:
+        def attempt() -> T:
             try:
-                results.append(call())
-                return True
+                return call()
             except ConfigCenterUnavailable as exc:
-                if not errors:
+                if not logged:
                     log.warning("client.etcd_unavailable", client=self.options.client_id, doing=what,
                                 error=str(exc), wait_s=settings.etcd_timeout)  # fmt: skip
-                errors.append(exc)
-                return False
+                    logged.append(True)
+                raise
 
-        if wait_until(attempt, settings.etcd_timeout, first=0.05, most=1.0, clock=self._clock):
-            return results[0]
-        endpoints = ",".join(str(e) for e in settings.etcd)
-        raise ConfigCenterUnavailable(
-            f"{what}: etcd at {endpoints} did not answer within {settings.etcd_timeout:g} s ({errors[-1]})"
-        ) from errors[-1]
+        try:
+            return polling.patiently(attempt, settings.etcd_timeout, clock=self._clock)
+        except ConfigCenterUnavailable as exc:
+            endpoints = ",".join(str(e) for e in settings.etcd)
+            raise ConfigCenterUnavailable(
+                f"{what}: etcd at {endpoints} did not answer within {settings.etcd_timeout:g} s ({exc})"
+            ) from exc
 
     def cluster(self, name: str) -> ClusterSpec:
         """A cluster of this route, checked to be of the client's kind."""
