@@ -90,6 +90,7 @@ def test_spark_drill_with_a_killed_primary_and_a_killed_driver_loses_and_duplica
     assert "driver SIGKILLed before switch 2 and restarted from its checkpoint" in report["phase"]
 
 
+@pytest.mark.parametrize("system", [["--system", "pulsar"], ["--system", "kafka"], []])
 def test_a_route_is_refused_for_a_drill_other_than_spark(
     system: list[str], refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
