@@ -268,7 +268,7 @@ class SparkWorkload:
             log.info(
                 "drill.spark_sink", files=len(self._files), rewritten=self.rewritten, changed_rows=self.changed_rows
             )
-            if failed:
+            if failed or ctx.tally.lost():  # the job log says where a stalled query was
                 log.warning("drill.spark_kept", dir=str(self._work))
             else:
                 shutil.rmtree(self._work, ignore_errors=True)
