@@ -167,3 +167,18 @@ class GatedStore(KVStore):
 
     def close(self) -> None:
         self.inner.close()
+
+
+class ManualClock:
+    """A clock for ``polling``'s waits whose time passes only when the code under test sleeps."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds

@@ -6,21 +6,7 @@ import pytest
 
 from hotstandby.configcenter.polling import patiently, wait_until
 from hotstandby.errors import ConfigCenterError, ConfigCenterUnavailable
-
-
-class ManualClock:
-    """Time that passes only when the code under test sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
+from tests.support import ManualClock
 
 
 def test_wait_until_backs_off_and_gives_up_at_the_deadline() -> None:

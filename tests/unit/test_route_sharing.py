@@ -16,7 +16,7 @@ from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteFollower
 from hotstandby.failover.switching import SwitchState
 from hotstandby.settings import Settings
-from tests.support import wait_for
+from tests.support import ManualClock, wait_for
 
 NS = "/share"
 ROUTE = "orders"
@@ -117,24 +117,11 @@ def test_a_center_passed_in_is_shared_by_its_followers_and_not_closed_by_them() 
     wait_for(lambda: _watcher_threads() == before, 5, "the watcher to stop with the last follower")
 
 
-class _FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
 def test_waiting_for_peers_runs_on_the_clock_passed_in() -> None:
     center = ConfigCenter(MemoryStore(), NS)
     _seed(center)
     center.store.put(center.keys.client(ROUTE, "behind"), b'{"client": "behind", "epoch": 1, "state": "active"}')
-    clock = _FakeClock()
+    clock = ManualClock(100.0)
     follower = RouteFollower(_options("me"), "kafka", center=center, clock=clock)
     try:
         target = Route(name=ROUTE, clusters=("a", "b"), active="b", epoch=2)
@@ -150,7 +137,7 @@ def test_reading_the_route_retries_while_etcd_is_down_on_the_clock_passed_in() -
     center = ConfigCenter(store, NS)
     _seed(center)
     store.disconnect()
-    clock = _FakeClock()
+    clock = ManualClock(100.0)
     with pytest.raises(ConfigCenterUnavailable, match="did not answer within"):
         RouteFollower(_options("me"), "kafka", center=center, clock=clock)
     assert clock.now - 100.0 >= Settings().etcd_timeout
