@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hotstandby.configcenter.documents import ClusterSpec, Link
+from hotstandby.failover.ledger.staged import SwitchHints
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.spark_integration.offsets import SourceOffset
 
@@ -74,9 +75,7 @@ class ClusterPlan(Protocol):
         """Whether ``planned`` reaches ``target``."""
         ...
 
-    def arrive(
-        self, plan: SwitchPlan, planned: SourceOffset | None, timestamps: Mapping[str, Mapping[int, int]]
-    ) -> Arrival:
+    def arrive(self, plan: SwitchPlan, planned: SourceOffset | None, hints: SwitchHints) -> Arrival:
         """Start positions here for a query leaving ``plan.source`` at ``planned``."""
         ...
 

@@ -12,6 +12,7 @@ from confluent_kafka import KafkaException
 
 from hotstandby.adapters.kafka.start_positions import Visit
 from hotstandby.configcenter.documents import ClusterSpec, Link, Route
+from hotstandby.failover.ledger.staged import SwitchHints
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
 from hotstandby.spark_integration.kafka_cluster import KafkaCluster
@@ -91,9 +92,7 @@ class KafkaPlan:
         reached = _flat(planned.positions)
         return all(reached.get(s, -1) >= end for s, end in target.items())
 
-    def arrive(
-        self, plan: SwitchPlan, planned: SourceOffset | None, timestamps: Mapping[str, Mapping[int, int]]
-    ) -> Arrival:
+    def arrive(self, plan: SwitchPlan, planned: SourceOffset | None, hints: SwitchHints) -> Arrival:
         topics = self.cluster.topics(plan.target.clusters, plan.links)
         slots = self.cluster.slots(topics)
         positions = _flat(planned.positions) if planned is not None else {}
@@ -102,7 +101,7 @@ class KafkaPlan:
             starts = {s: positions.get(s, marks[s][0]) for s in slots}
             strategies: Counter[str] = Counter({"same-cluster": len(slots)})
         else:
-            previous = Visit(cluster=plan.source.name, positions=positions, timestamps=_flat(timestamps))
+            previous = Visit(cluster=plan.source.name, positions=positions, timestamps=_flat(hints.timestamps))
             starts, strategies = self.cluster.start_positions(previous, topics, slots, plan.links)
         logical = {t: lg for t, lg in topics.items() if t != lg}
         offset = SourceOffset(plan.target.name, plan.target.epoch, self.spec.name, _nested(starts), logical,

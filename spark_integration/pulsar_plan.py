@@ -2,25 +2,29 @@
 (``ids``: the last message a batch includes), one task per partition.
 
 A message id names a message on one cluster only, and geo-replication keeps the topic's name:
-after a switch the query reads the new cluster's partitions from their first message and the
-ledger drops what it emitted before (the SDK's Pulsar reader does the same). Pulsar counts
-no offsets, so ``maxOffsetsPerTrigger`` does not apply: a batch reads what is there.
+after a switch the query reads each partition of the new cluster from the newest replicated
+copy of it the query read (``__MSG_PROP_REPL_SOURCE_POSITION``, kept by committed batches),
+else from its first message; the ledger drops what it emitted before. Pulsar counts no
+offsets, so ``maxOffsetsPerTrigger`` does not apply: a batch reads what is there.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 import pulsar
 
+from hotstandby.adapters.pulsar.start_position import holds
 from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.errors import ConfigError
+from hotstandby.failover.ledger.staged import CopyMark, SwitchHints
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
 from hotstandby.spark_integration.offsets import SourceOffset
 from hotstandby.spark_integration.options import EARLIEST, LATEST, SourceOptions
-from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, id_key, logical_partition
+from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, id_key, id_text, logical_partition
 from hotstandby.spark_integration.pulsar_read import PulsarReadTask
 from hotstandby.spark_integration.schema import PULSAR_SCHEMA_DDL
 
@@ -96,18 +100,33 @@ class PulsarPlan:
     def drained(self, planned: SourceOffset, target: Any) -> bool:
         return all(id_key(planned.ids.get(t, "")) >= id_key(v) for t, v in target.items())
 
-    def arrive(
-        self, plan: SwitchPlan, planned: SourceOffset | None, timestamps: Mapping[str, Mapping[int, int]]
-    ) -> Arrival:
+    def arrive(self, plan: SwitchPlan, planned: SourceOffset | None, hints: SwitchHints) -> Arrival:
         partitions = self.cluster.partitions()
-        starts = dict.fromkeys(partitions, "")
         if planned is not None and plan.destination.name == planned.cluster:
             starts = {t: planned.ids.get(t, "") for t in partitions}
-            strategies = {"same-cluster": len(partitions)}
+            strategies: Counter[str] = Counter({"same-cluster": len(partitions)})
         else:
-            strategies = {"earliest": len(partitions)}
+            starts, strategies = {}, Counter()
+            for topic in partitions:
+                starts[topic] = self._after_copies(topic, hints.copies.get(topic, {}), len(plan.target.clusters))
+                strategies["replicated-source-position" if starts[topic] else "earliest"] += 1
         offset = SourceOffset(plan.target.name, plan.target.epoch, self.spec.name, {}, ids=starts, starts_ids=starts)
-        return Arrival(self, offset, strategies, plan.source.name, plan.current.epoch)
+        return Arrival(self, offset, dict(strategies), plan.source.name, plan.current.epoch)
+
+    def _after_copies(self, topic: str, copies: Mapping[str, CopyMark], clusters: int) -> str:
+        """Where ``topic`` starts here: before the newest copy from here the query read
+        (replication keeps order, so it read everything stored here before that copy's
+        original; the entry itself is read again and filtered), if this cluster still holds
+        that original; else "" (the first message). A copy of unknown origin counts when the
+        route has two clusters."""
+        mark = copies.get(self.spec.name) or (copies.get("") if clusters == 2 else None)
+        if (
+            mark is None
+            or mark.entry < 1
+            or not holds(self.cluster.client, topic, mark.ledger, mark.entry, mark.identity)
+        ):
+            return ""
+        return id_text(pulsar.MessageId(-1, mark.ledger, mark.entry - 1, -1))
 
     def crossing(self, start: SourceOffset, arrival: Arrival, limit: int | None) -> SourceOffset:
         starts = arrival.starts.starts_ids

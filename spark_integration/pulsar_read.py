@@ -17,13 +17,13 @@ from dataclasses import dataclass
 import pulsar
 import pyarrow as pa
 
-from hotstandby.adapters.pulsar.adapter import identity_in
+from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM, identity_in
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.configcenter.polling import patiently
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
-from hotstandby.failover.ledger.staged import StagedAcks, StagedPart
+from hotstandby.failover.ledger.staged import Copies, CopyMark, StagedAcks, StagedPart
 from hotstandby.logs import get_logger
 from hotstandby.spark_integration.options import SourceOptions
 from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, client_kwargs, id_key, message_id
@@ -110,6 +110,21 @@ class _PartitionReader:
         self._dedupe = dedupe
         self.seen: set[RecordId] = set()
         self.filtered = 0
+        # topic -> cluster a copy came from -> the newest copy read: (its source position, identity)
+        self._copies: dict[str, dict[str, tuple[str, RecordId]]] = {}
+
+    def copies(self) -> Copies:
+        """The newest replicated copy read per topic and cluster it came from (a later switch
+        to that cluster starts there)."""
+        out: Copies = {}
+        for topic, origins in self._copies.items():
+            for origin, (position, rid) in origins.items():
+                try:
+                    ledger, entry = (int(n) for n in position.split(":"))
+                except ValueError:
+                    continue  # not Pulsar's "ledger:entry": tells nothing
+                out.setdefault(topic, {})[origin] = CopyMark(ledger, entry, rid)
+        return out
 
     def read(self, spec: ClusterSpec, epoch: int, topic: str, start: str, end: str,
              moved: Callable[[], bool]) -> Iterator[pa.RecordBatch]:  # fmt: skip
@@ -124,9 +139,13 @@ class _PartitionReader:
                 if moved():
                     raise _ClusterGone() from exc
                 raise
+            copies = self._copies.setdefault(topic, {})
             for msg in _messages(reader, task, spec.name, start, end, moved):
                 properties = msg.properties()
                 rid = identity_in(properties, msg)
+                position = properties.get(REPL_SOURCE_POSITION)
+                if position is not None and rid is not None:
+                    copies[properties.get(REPLICATED_FROM, "")] = (position, rid)
                 if rid is not None and self._dedupe:
                     if self._ledger.has(rid) or rid in self.seen:
                         self.filtered += 1
@@ -188,7 +207,7 @@ def read_pulsar_task(task: PulsarReadTask) -> Iterator[pa.RecordBatch]:
             for topic, start, end in plan.ids:
                 if end:
                     yield from reader.read(spec, plan.epoch, topic, start, end, lambda: False)
-        emitted = StagedPart.of(task.logical, task.partition, reader.seen)
+        emitted = StagedPart.of(task.logical, task.partition, reader.seen, copies=reader.copies())
         patiently(lambda: staged.stage(batch, task.part, emitted), wait)
         if reader.filtered:
             log.info("spark.task_filtered", topic=task.logical, partition=task.partition, filtered=reader.filtered,

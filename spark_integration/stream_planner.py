@@ -7,7 +7,10 @@ takes part in the one switch protocol:
 
 * ``drain`` — the old cluster's end offsets at the flip (when it answers) cap the batches
   planned from now on; the drain is done once a planned batch ends there (bounded by
-  ``hotstandby.drain.timeout.ms``). Spark runs a batch's predecessor and commits it before
+  ``hotstandby.drain.timeout.ms``). The next batch goes there at once, whatever
+  ``maxOffsetsPerTrigger`` says: a query far behind would otherwise leave most of its backlog
+  on the old cluster when the timeout ends the drain, and what the new cluster does not hold
+  (a remote copy whose origin came back empty) would never be read. Spark runs a batch's predecessor and commits it before
   the batch, so nothing more is needed of the old cluster.
 * the switch gate holds ``latestOffset`` from ``store`` to ``move``.
 * ``store`` — nothing: every committed batch's identities are in the ledger already.
@@ -34,7 +37,7 @@ from hotstandby.configcenter.polling import patiently
 from hotstandby.errors import ConfigCenterUnavailable
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteFollower
-from hotstandby.failover.ledger.staged import StagedAcks
+from hotstandby.failover.ledger.staged import StagedAcks, SwitchHints
 from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import Seldom, get_logger
@@ -77,7 +80,7 @@ class StreamPlanner:
         self.gate = SwitchGate(self._lock)
         self._staged = StagedAcks(self._follower.center, group, owner=client.client_id)
         self._replans = Replans(self._follower.center, group)
-        self._timestamps: dict[str, dict[int, int]] = {}
+        self._hints = SwitchHints()  # from committed batches
         self._drain_to: Any = None
         self._arrival: Arrival | None = None
         self._prepared: Arrival | None = None
@@ -117,7 +120,8 @@ class StreamPlanner:
                     end = arrival.plan.crossing(start, arrival, limit)
                 elif (start.cluster, start.epoch) == (cluster.spec.name, self._epoch):
                     self._arrival = None
-                    end = cluster.next(start, self._drain_to, limit)
+                    draining = self._drain_to is not None
+                    end = cluster.next(start, self._drain_to, None if draining else limit)
                 else:
                     return start  # planned before a switch that is still on its way
             except cluster.unreachable as exc:  # no batch until the cluster answers or a flip
@@ -133,8 +137,9 @@ class StreamPlanner:
         """The batch from ``start`` to ``end`` as executor tasks. The batch ending at ``start``
         is committed (Spark plans a batch only after the one before it): its staged
         identities go into the ledger first, in case the driver died before ``commit``."""
-        patiently(lambda: self._staged.commit(batch_name(start)), self._options.settings.etcd_timeout)
+        hints = patiently(lambda: self._staged.commit(batch_name(start)), self._options.settings.etcd_timeout)
         with self._lock:
+            self._hints.merge(hints)
             current = self._cluster if self._cluster.spec.name == end.cluster else None
         plan = current or self._opener(self._follower.cluster(end.cluster), self._options, self._context)
         try:
@@ -148,14 +153,13 @@ class StreamPlanner:
         cluster records the progress where it can (Kafka: the group's offsets, for MM2)."""
         name = batch_name(end)
         try:
-            stamps = patiently(lambda: self._staged.commit(name), self._options.settings.etcd_timeout)
+            hints = patiently(lambda: self._staged.commit(name), self._options.settings.etcd_timeout)
             self._replans.forget(name)
         except ConfigCenterUnavailable as exc:  # the next batch's planning merges it first
             log.warning("spark.commit_deferred", batch=name, error=str(exc))
             return
         with self._lock:
-            for topic, parts in stamps.items():
-                self._timestamps.setdefault(topic, {}).update(parts)
+            self._hints.merge(hints)
             cluster = self._cluster if end.cluster == self._cluster.spec.name else None
         if cluster is not None:
             try:
@@ -190,10 +194,15 @@ class StreamPlanner:
 
     def connect(self, plan: SwitchPlan) -> None:
         with self._lock:
-            planned, stamps = self._planned, {t: dict(v) for t, v in self._timestamps.items()}
+            planned, hints = self._planned, self._hints.copy()
+        if planned is not None:  # Spark commits the last batch only after the switch: its tasks tell more
+            try:
+                hints.merge(self._staged.peek(batch_name(planned)))
+            except ConfigCenterUnavailable as exc:
+                log.info("spark.hints_unread", batch=batch_name(planned), error=str(exc))
         target = self._opener(plan.destination, self._options, self._context)
         try:
-            self._prepared = target.arrive(plan, planned, stamps)
+            self._prepared = target.arrive(plan, planned, hints)
         except BaseException:
             target.close()
             raise

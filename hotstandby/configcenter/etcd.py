@@ -6,7 +6,9 @@ Two pyetcd defaults are changed on purpose:
 * an endpoint that failed once is normally shunned for 300 s (``Endpoint.time_retry``), which
   would keep a watcher away from an etcd that restarted a second later; we retry after 0.5 s;
 * grpc's reconnect backoff grows to 2 minutes by default; we cap it at 1 s and send
-  keepalive pings so a dead peer is noticed even when no call is in flight.
+  keepalive pings so a dead peer is noticed while a call (a watch) is in flight. Not without
+  one: etcd counts a ping on an idle connection as a strike (``PermitWithoutStream`` is off)
+  and after three closes it with ``GOAWAY too_many_pings``, which grpc prints to stderr.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - the dependency is a core requir
 _GRPC_OPTIONS = [
     ("grpc.keepalive_time_ms", 10_000),
     ("grpc.keepalive_timeout_ms", 5_000),
-    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.keepalive_permit_without_calls", 0),
     ("grpc.http2.max_pings_without_data", 0),
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),

@@ -95,6 +95,10 @@ def test_a_streaming_query_on_a_pulsar_route_follows_a_flip_and_a_failback_exact
         wait_for(lambda: len(query.recentProgress) >= done + 2, timeout=30, what="two more triggers")
         assert sorted(sink.values()) == sorted(expected), "lost or duplicated"
         progress = [p.json if hasattr(p, "json") else json.dumps(p) for p in query.recentProgress]
+        # pulsar-a -> pulsar-b: the query read no copy from pulsar-b yet; back to pulsar-a: it read
+        # pulsar-a's messages on pulsar-b as copies, and starts after them
         assert any('"earliest"' in text for text in progress), "the switch's strategy is in the offsets"
+        switches = [json.loads(p)["sources"][0]["endOffset"] for p in progress if '"switch' in p]
+        assert any('"replicated-source-position"' in text for text in progress), switches
     finally:
         query.stop()

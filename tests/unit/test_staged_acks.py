@@ -9,7 +9,7 @@ import pytest
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.failover.identity import RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
-from hotstandby.failover.ledger.staged import StagedAcks, StagedPart
+from hotstandby.failover.ledger.staged import CopyMark, StagedAcks, StagedPart
 from hotstandby.failover.ledger.store import LedgerStore
 from tests.support import capture_logs
 
@@ -59,7 +59,7 @@ def test_commit_merges_the_staged_parts_into_the_ledger(center: ConfigCenter, ac
     ]
     assert acks.load("orders", 0) == PartitionLedger()  # nothing before the commit
 
-    stamps = acks.commit("7")
+    stamps = acks.commit("7").timestamps
 
     assert stamps == {"orders": {0: 1000, 1: 50}, "kafka-a.orders": {0: 900}, "payments": {3: 77}}
     orders = acks.load("orders", 0)
@@ -76,9 +76,9 @@ def test_commit_merges_the_staged_parts_into_the_ledger(center: ConfigCenter, ac
 
 def test_a_second_commit_of_the_same_batch_changes_nothing(center: ConfigCenter, acks: StagedAcks) -> None:
     acks.stage("7", 0, part("orders", 0, [rid(S1, 0)], {"orders": {0: 5}}))
-    assert acks.commit("7") == {"orders": {0: 5}}
+    assert acks.commit("7").timestamps == {"orders": {0: 5}}
     before = center.store.get_prefix("/t/")
-    assert acks.commit("7") == {}
+    assert acks.commit("7").timestamps == {}
     assert center.store.get_prefix("/t/") == before
     assert acked(acks.load("orders", 0), S1, 5) == [0]
 
@@ -90,7 +90,7 @@ def test_staging_the_same_part_twice_is_idempotent(center: ConfigCenter, acks: S
     acks.stage("3", 0, part("orders", 0, [rid(S1, 0), rid(S1, 1)], {"orders": {0: 10}}))  # the task's retry
     assert staged_keys(center, "3") == ["/t/staged/orders-etl/3/orders/0/0"]
     assert center.store.get(staged_keys(center, "3")[0]).value == value.value  # type: ignore[union-attr]
-    assert acks.commit("3") == {"orders": {0: 10}}
+    assert acks.commit("3").timestamps == {"orders": {0: 10}}
     ledger = acks.load("orders", 0)
     assert acked(ledger, S1, 5) == [0, 1] and len(ledger) == 2
 
@@ -101,7 +101,7 @@ def test_a_batch_never_committed_leaves_the_ledger_alone(center: ConfigCenter, a
     acks.stage("2", 0, part("orders", 0, [rid(S1, 1), rid(S2, 0)], {"orders": {0: 2}}))  # never committed
     ledger_key = LedgerStore(center).key(GROUP, "orders", 0)
     stored = center.store.get(ledger_key)
-    assert acks.commit("1") == {}  # another batch's commit does not take batch 2's parts
+    assert acks.commit("1").timestamps == {}  # another batch's commit does not take batch 2's parts
     assert center.store.get(ledger_key) == stored
     assert acked(acks.load("orders", 0), S1, 5) == [0] and not acks.load("orders", 0).has(rid(S2, 0))
     assert staged_keys(center, "2") == ["/t/staged/orders-etl/2/orders/0/0"]
@@ -112,22 +112,31 @@ def test_batches_of_other_groups_are_kept_apart(center: ConfigCenter, acks: Stag
     other = StagedAcks(center, "other-query")
     other.stage("7", 0, part("orders", 0, [rid(S2, 3)], {"orders": {0: 9}}))
     acks.stage("7", 0, part("orders", 0, [rid(S1, 0)], {"orders": {0: 1}}))
-    assert acks.commit("7") == {"orders": {0: 1}}
+    assert acks.commit("7").timestamps == {"orders": {0: 1}}
     assert not acks.load("orders", 0).has(rid(S2, 3))
     assert other.load("orders", 0) == PartitionLedger()
-    assert other.commit("7") == {"orders": {0: 9}} and other.load("orders", 0).has(rid(S2, 3))
+    assert other.commit("7").timestamps == {"orders": {0: 9}} and other.load("orders", 0).has(rid(S2, 3))
 
 
 @pytest.mark.parametrize(
     "raw",
-    [b"{", b"[]", b'{"v": 2}', b'{"v": 1, "timestamps": {"orders": {"0": "late"}}}', b'{"v": 1, "timestamps": 5}'],
+    [
+        b"{",
+        b"[]",
+        b'{"v": 2}',
+        b'{"v": 1, "timestamps": {"orders": {"0": "late"}}}',
+        b'{"v": 1, "timestamps": 5}',
+        b'{"v": 1, "copies": {"t": {"pulsar-b": "3:x:00"}}}',
+        b'{"v": 1, "copies": {"t": {"pulsar-b": 5}}}',
+        b'{"v": 1, "copies": ["t"]}',
+    ],
 )
 def test_a_malformed_staged_value_is_skipped_and_logged(center: ConfigCenter, acks: StagedAcks, raw: bytes) -> None:
     acks.stage("9", 0, part("orders", 0, [rid(S1, 4)], {"orders": {0: 40}}))
     bad_key = center.keys.staged_part(GROUP, "9", "orders", 0, 1)
     center.store.put(bad_key, raw)
     with capture_logs() as logs:
-        stamps = acks.commit("9")
+        stamps = acks.commit("9").timestamps
     assert stamps == {"orders": {0: 40}}
     assert acked(acks.load("orders", 0), S1, 10) == [4]
     rejected = [e for e in logs if e["event"] == "ledger.staged_rejected"]
@@ -140,7 +149,7 @@ def test_a_staged_key_that_does_not_name_a_partition_is_skipped(center: ConfigCe
     stray = center.keys.staged(GROUP, "4") + "orders/zero/0"
     center.store.put(stray, part("orders", 0, [rid(S1, 0)], {}).to_json().encode())
     with capture_logs() as logs:
-        assert acks.commit("4") == {}
+        assert acks.commit("4").timestamps == {}
     assert [e["key"] for e in logs if e["event"] == "ledger.staged_rejected"] == [stray]
     assert acks.load("orders", 0) == PartitionLedger()
 
@@ -156,5 +165,30 @@ def test_a_staged_part_round_trips_through_json() -> None:
 def test_topics_with_slashes_are_staged_and_committed(center: ConfigCenter, acks: StagedAcks) -> None:
     acks.stage("b/1", 0, part("a/b", 2, [rid(S1, 3)], {"a/b": {2: 8}}))
     assert [(p.topic, p.partition) for _, p in acks.staged("b/1")] == [("a/b", 2)]
-    assert acks.commit("b/1") == {"a/b": {2: 8}}
+    assert acks.commit("b/1").timestamps == {"a/b": {2: 8}}
     assert acks.load("a/b", 2).has(rid(S1, 3))
+
+
+def test_commit_keeps_the_newest_copy_per_topic_and_cluster_it_came_from(acks: StagedAcks) -> None:
+    older, newer, other = CopyMark(7, 40, rid(S1, 1)), CopyMark(8, 2, rid(S1, 9)), CopyMark(3, 5, rid(S2, 0))
+    acks.stage("5", 0, StagedPart.of("t", 0, [rid(S1, 1)], copies={"t-partition-0": {"pulsar-b": newer}}))
+    acks.stage("5", 1, StagedPart.of("t", 0, [rid(S1, 9)], copies={"t-partition-0": {"pulsar-b": older, "": other}}))
+    hints = acks.commit("5")
+    assert hints.copies == {"t-partition-0": {"pulsar-b": newer, "": other}}
+    hints.merge(acks.commit("5"))  # nothing staged any more: unchanged
+    assert hints.copies["t-partition-0"]["pulsar-b"] == newer
+
+
+def test_a_staged_part_with_copies_round_trips_through_json() -> None:
+    original = StagedPart.of("t", 1, [rid(S2, 4)], copies={"t-partition-1": {"pulsar-a": CopyMark(12, 0, rid(S2, 4))}})
+    back = StagedPart.from_json("t", 1, original.to_json().encode(), "k")
+    assert back == original and back.copies["t-partition-1"]["pulsar-a"].identity == rid(S2, 4)
+
+
+def test_peek_tells_what_a_batch_staged_and_leaves_it_staged(center: ConfigCenter, acks: StagedAcks) -> None:
+    mark = CopyMark(4, 9, rid(S1, 2))
+    acks.stage("6", 0, StagedPart.of("t", 0, [rid(S1, 2)], timestamps={"t": {0: 5}}, copies={"t": {"a": mark}}))
+    hints = acks.peek("6")
+    assert (hints.timestamps, hints.copies) == ({"t": {0: 5}}, {"t": {"a": mark}})
+    assert acks.load("t", 0) == PartitionLedger() and staged_keys(center, "6"), "not committed by a peek"
+    assert acks.commit("6").copies == {"t": {"a": mark}}

@@ -9,8 +9,10 @@ so a commit cut short is simply done again; a batch that never commits adds noth
 owner claims each ledger once (a newer generation fences a previous owner, e.g. a driver that
 was replaced).
 
-A staged part also keeps, per physical topic-partition, the timestamp of the last record it
-emitted: the timestamp-seek fallback of a later switch starts from it.
+A staged part also keeps what a later switch starts from (:class:`SwitchHints`): per physical
+topic-partition, the timestamp of the last record it emitted (the timestamp-seek fallback), and
+per topic and cluster a copy came from, the newest replicated copy it emitted with its source
+position there (Pulsar: the new cluster is read from that position).
 """
 
 from __future__ import annotations
@@ -29,11 +31,62 @@ from hotstandby.failover.ledger.ledger import MAX_LEDGER_BYTES, PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.logs import get_logger
 
-__all__ = ["StagedAcks", "StagedPart"]
+__all__ = ["Copies", "CopyMark", "StagedAcks", "StagedPart", "SwitchHints"]
 
 log = get_logger("hotstandby.ledger")
 
 _VERSION = 1
+
+
+@dataclass(frozen=True)
+class CopyMark:
+    """A replicated copy emitted: where its original is stored on the cluster it came from
+    (``ledger:entry`` on Pulsar) and its identity."""
+
+    ledger: int
+    entry: int
+    identity: RecordId
+
+    def text(self) -> str:
+        return f"{self.ledger}:{self.entry}:{self.identity.encode().hex()}"
+
+    @classmethod
+    def parse(cls, text: str) -> CopyMark:
+        ledger, entry, identity = text.split(":")
+        return cls(int(ledger), int(entry), RecordId.decode(bytes.fromhex(identity)))
+
+
+#: physical topic -> cluster the copies came from ("" when not known) -> the newest copy
+Copies = dict[str, dict[str, CopyMark]]
+
+
+def _merge_copies(into: Copies, more: Copies) -> None:
+    for topic, origins in more.items():
+        kept = into.setdefault(topic, {})
+        for origin, mark in origins.items():
+            if origin not in kept or (mark.ledger, mark.entry) > (kept[origin].ledger, kept[origin].entry):
+                kept[origin] = mark
+
+
+@dataclass
+class SwitchHints:
+    """What committed batches emitted that tells a later switch where to start."""
+
+    #: physical topic -> partition -> timestamp (ms) of the last record emitted
+    timestamps: dict[str, dict[int, int]] = field(default_factory=dict)
+    copies: Copies = field(default_factory=dict)
+
+    def merge(self, other: SwitchHints) -> None:
+        for topic, stamps in other.timestamps.items():
+            into = self.timestamps.setdefault(topic, {})
+            for p, ts in stamps.items():
+                into[p] = max(ts, into.get(p, ts))
+        _merge_copies(self.copies, other.copies)
+
+    def copy(self) -> SwitchHints:
+        out = SwitchHints()
+        out.merge(self)
+        return out
 
 
 @dataclass
@@ -45,6 +98,7 @@ class StagedPart:
     ledger: PartitionLedger = field(default_factory=PartitionLedger)
     #: physical topic -> partition -> timestamp (ms) of the last record emitted
     timestamps: dict[str, dict[int, int]] = field(default_factory=dict)
+    copies: Copies = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -54,10 +108,11 @@ class StagedPart:
         ids: Iterable[RecordId],
         *,
         timestamps: dict[str, dict[int, int]] | None = None,
+        copies: Copies | None = None,
         now_ms: int | None = None,
     ) -> StagedPart:
         """The part for the records ``ids`` (acknowledged at ``now_ms``, default: now)."""
-        part = cls(topic, partition, timestamps=timestamps or {})
+        part = cls(topic, partition, timestamps=timestamps or {}, copies=copies or {})
         by_session: dict[bytes, list[int]] = {}
         for rid in ids:
             by_session.setdefault(rid.session, []).append(rid.sequence)
@@ -67,16 +122,14 @@ class StagedPart:
         return part
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "v": _VERSION,
-                "sessions": self.ledger.sessions_json(),
-                "timestamps": {
-                    t: {str(p): ts for p, ts in sorted(v.items())} for t, v in sorted(self.timestamps.items())
-                },
-            },
-            separators=(",", ":"),
-        )
+        doc: dict[str, object] = {
+            "v": _VERSION,
+            "sessions": self.ledger.sessions_json(),
+            "timestamps": {t: {str(p): ts for p, ts in sorted(v.items())} for t, v in sorted(self.timestamps.items())},
+        }
+        if self.copies:
+            doc["copies"] = {t: {o: m.text() for o, m in sorted(v.items())} for t, v in sorted(self.copies.items())}
+        return json.dumps(doc, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, topic: str, partition: int, raw: bytes, what: str) -> StagedPart:
@@ -90,7 +143,23 @@ class StagedPart:
             timestamps = {str(t): {int(p): int(ts) for p, ts in v.items()} for t, v in stamps.items()}
         except (TypeError, ValueError):
             raise ValidationError(what, "'timestamps' must hold integers") from None
-        return cls(topic, partition, PartitionLedger.from_sessions_json(doc.get("sessions", {}), what), timestamps)
+        marks = doc.get("copies", {})
+        if not isinstance(marks, dict) or not all(isinstance(v, dict) for v in marks.values()):
+            raise ValidationError(what, "'copies' must map topics to cluster -> ledger:entry:identity")
+        try:
+            copies = {str(t): {str(o): CopyMark.parse(m) for o, m in v.items()} for t, v in marks.items()}
+        except (AttributeError, TypeError, ValueError):
+            raise ValidationError(what, "'copies' must hold ledger:entry:identity") from None
+        sessions = PartitionLedger.from_sessions_json(doc.get("sessions", {}), what)
+        return cls(topic, partition, sessions, timestamps, copies)
+
+
+def _hints(parts: list[tuple[str, StagedPart | None]]) -> SwitchHints:
+    hints = SwitchHints()
+    for _, part in parts:
+        if part is not None:
+            hints.merge(SwitchHints(part.timestamps, part.copies))
+    return hints
 
 
 class StagedAcks:
@@ -121,26 +190,26 @@ class StagedAcks:
                 out.append((item.key, None))
         return out
 
-    def commit(self, batch: str) -> dict[str, dict[int, int]]:
+    def commit(self, batch: str) -> SwitchHints:
         """Merge what ``batch`` staged into the ledgers, then forget it (unreadable parts too:
-        they were logged). Returns the last emitted timestamps per physical topic-partition."""
+        they were logged). Returns what the batch's parts tell a later switch."""
         parts = self.staged(batch)
         merged: dict[tuple[str, int], PartitionLedger] = {}
-        timestamps: dict[str, dict[int, int]] = {}
         for _, part in parts:
-            if part is None:
-                continue
-            merged.setdefault((part.topic, part.partition), PartitionLedger()).merge(part.ledger)
-            for topic, stamps in part.timestamps.items():
-                into = timestamps.setdefault(topic, {})
-                for p, ts in stamps.items():
-                    into[p] = max(ts, into.get(p, ts))
+            if part is not None:
+                merged.setdefault((part.topic, part.partition), PartitionLedger()).merge(part.ledger)
+        hints = _hints(parts)
         for (topic, partition), ledger in sorted(merged.items()):
             self._save(topic, partition, ledger)
         delete_keys(self._center, [key for key, _ in parts])
         if parts:
             log.debug("ledger.batch_committed", group=self.group, batch=batch, parts=len(parts))
-        return timestamps
+        return hints
+
+    def peek(self, batch: str) -> SwitchHints:
+        """What the parts ``batch`` staged so far tell a later switch, the batch not yet
+        committed (its ranges are fixed: a replay reads the same records)."""
+        return _hints(self.staged(batch))
 
     def _save(self, topic: str, partition: int, ledger: PartitionLedger) -> None:
         generation = self._generations.get((topic, partition))
