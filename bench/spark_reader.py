@@ -67,25 +67,18 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     configure("warning")
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     here = os.path.dirname(os.path.abspath(__file__))  # Spark's Python workers import raw_kafka_source
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     sys.path.insert(0, here)
-    from pyspark.sql import SparkSession
     from raw_kafka_source import RawKafka
 
-    from hotstandby.spark_integration import register
+    from hotstandby.spark_integration.local_session import local_session
 
     with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, RefCluster(tmp, Ports.free()) as rc:
         topic = f"bench-{uuid.uuid4().hex[:8]}"
         _produce(rc, topic, args.records)
-        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-                 .getOrCreate())  # fmt: skip
-        spark.sparkContext.setLogLevel("ERROR")
+        spark = local_session("hotstandby-bench")
         try:
-            register(spark)
             spark.dataSource.register(RawKafka)
             hs = {"hotstandby.route": "orders", "hotstandby.etcd": f"127.0.0.1:{rc.ports.etcd}",
                   "hotstandby.namespace": rc.namespace, "subscribe": topic, "startingOffsets": "earliest"}  # fmt: skip

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
-from hotstandby.spark_integration import FORMAT, register
+from hotstandby.spark_integration import FORMAT
+from hotstandby.spark_integration.local_session import local_session
 
 
 def main() -> None:
@@ -28,11 +28,7 @@ def main() -> None:
     parser.add_argument("--out", default="/tmp/hotstandby-orders", help="where batches are written")
     parser.add_argument("--seconds", type=float, default=3600.0, help="stop after this long")
     args = parser.parse_args()
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-
-    spark = SparkSession.builder.master("local[2]").appName("hotstandby-example").getOrCreate()
-    register(spark)
+    spark = local_session("hotstandby-example")  # local[2] on 127.0.0.1, the format registered
     reader = (
         spark.readStream.format(FORMAT)
         .option("hotstandby.route", args.route)

@@ -12,13 +12,14 @@ from confluent_kafka import KafkaException
 
 from hotstandby.adapters.kafka.start_positions import Visit
 from hotstandby.configcenter.documents import ClusterSpec, Link, Route
+from hotstandby.errors import ConfigError
 from hotstandby.failover.ledger.staged import SwitchHints
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
 from hotstandby.spark_integration.kafka_cluster import KafkaCluster
 from hotstandby.spark_integration.kafka_read import ReadTask
 from hotstandby.spark_integration.offsets import SourceOffset
-from hotstandby.spark_integration.options import EARLIEST, LATEST, SourceOptions
+from hotstandby.spark_integration.options import EARLIEST, LATEST, MessageIds, SourceOptions
 from hotstandby.spark_integration.planning import Range, Slot, batch_ranges, cap, plan_tasks
 from hotstandby.spark_integration.schema import kafka_schema_ddl
 
@@ -36,12 +37,21 @@ def _flat(nested: Mapping[str, Mapping[int, int]]) -> dict[Slot, int]:
     return {(t, p): o for t, parts in nested.items() for p, o in parts.items()}
 
 
+def check_kafka_options(options: SourceOptions) -> None:
+    """Refuse what means nothing for a Kafka route, naming it."""
+    if isinstance(options.starting, MessageIds):
+        raise ConfigError(f"startingOffsets with message ids is for Pulsar routes; route {options.route!r} is on Kafka")
+    if options.pulsar_client or options.pulsar_reader:
+        raise ConfigError(f"pulsar.* options are for Pulsar routes; route {options.route!r} is on Kafka")
+
+
 class KafkaPlan:
     """:class:`~hotstandby.spark_integration.cluster_plan.ClusterPlan` for a Kafka cluster."""
 
     unreachable: tuple[type[BaseException], ...] = (KafkaException,)
 
     def __init__(self, cluster: KafkaCluster, options: SourceOptions, context: PlanContext) -> None:
+        check_kafka_options(options)
         self.cluster = cluster
         self.spec = cluster.spec
         self._options = options
@@ -160,6 +170,7 @@ def batch_tasks(
 ) -> list[ReadsPartition]:
     """A batch read's tasks on the active cluster: each topic and its copies, ``startingOffsets``
     (or ``startingTimestamp``) to ``endingOffsets``, one task per logical partition."""
+    check_kafka_options(options)
     cluster = KafkaCluster(spec, options)
     try:
         topics = cluster.topics(route.clusters, links)
@@ -168,6 +179,7 @@ def batch_tasks(
         if options.starting_timestamp is not None:
             begin = cluster.offsets_for_time(slots, options.starting_timestamp)
         else:
+            assert not isinstance(options.starting, MessageIds)  # check_kafka_options
             begin = _resolve(options.starting, topics, marks, default_latest=False)
         end = _resolve(options.ending, topics, marks, default_latest=True)
     finally:

@@ -23,17 +23,17 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
-from hotstandby.configcenter.polling import patiently
 from hotstandby.errors import FormatError
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
-from hotstandby.failover.ledger.staged import StagedAcks, StagedPart
+from hotstandby.failover.ledger.staged import StagedPart
 from hotstandby.logs import get_logger
 from hotstandby.spark_integration.kafka_cluster import client_config
 from hotstandby.spark_integration.options import SourceOptions
 from hotstandby.spark_integration.planning import Range, Task
-from hotstandby.spark_integration.replan import STALL_S, Replan, Replans, RouteMoved, replan_task
+from hotstandby.spark_integration.replan import STALL_S, Replan, Replans, replan_task
 from hotstandby.spark_integration.schema import RowBuffer
+from hotstandby.spark_integration.task_run import ClusterGone, TaskPlace, run_task
 
 __all__ = ["DataLossError", "ReadTask", "read_task"]
 
@@ -48,10 +48,6 @@ _READ_GROUP = "__hotstandby-spark-read"  # assign() reads: nothing joins or comm
 
 class DataLossError(KafkaException):
     """Records a batch planned are no longer on the cluster (``failOnDataLoss``)."""
-
-
-class _ClusterGone(Exception):
-    """The cluster a task reads stopped answering or lost its records, and the route moved on."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +76,7 @@ def _records(
     consumer: RawConsumer, options: SourceOptions, cluster: str, r: Range, gone: Callable[[], bool]
 ) -> Iterator[list[Message]]:
     """The records of ``r`` in offset order, a fetched batch at a time (fewer when some are
-    gone: see ``_lost``); raises :class:`_ClusterGone` when the cluster stalls or lost them and
+    gone: see ``_lost``); raises :class:`ClusterGone` when the cluster stalls or lost them and
     ``gone()`` says the route moved away from it."""
     consumer.assign([TopicPartition(r.topic, r.partition, r.start)])
     timeout_s = options.poll_timeout_ms / 1000
@@ -90,7 +86,7 @@ def _records(
         while expected < r.end:
             idle = time.monotonic() - progress
             if idle > STALL_S and gone():
-                raise _ClusterGone()
+                raise ClusterGone()
             if idle > timeout_s:
                 raise KafkaException(KafkaError(KafkaError._TIMED_OUT,
                                                 f"reading {r.topic}[{r.partition}] up to {r.end} on {cluster}: "
@@ -110,7 +106,7 @@ def _records(
                                                                timeout=_WATERMARK_TIMEOUT_S, cached=False)  # fmt: skip
                     if high <= expected or low > expected:
                         if gone():
-                            raise _ClusterGone()
+                            raise ClusterGone()
                         _lost(options, cluster, r, expected, f"the partition holds offsets {low}..{high} now")
                         expected = r.end  # nothing more to wait for
                         break
@@ -123,7 +119,7 @@ def _records(
                     break
                 if offset > expected:
                     if gone():
-                        raise _ClusterGone()
+                        raise ClusterGone()
                     _lost(options, cluster, r, expected, f"the next record there is at {offset}")
                 expected = offset + 1
                 batch.append(msg)
@@ -210,34 +206,15 @@ class _TaskReader:
 
 def read_task(rt: ReadTask) -> Iterator[pa.RecordBatch]:
     """Read ``rt`` (on an executor); see the module docs."""
-    opts, task = rt.options, rt.task
-    if rt.batch is None or not opts.group:  # a batch read: no ledger, nothing staged
-        reader = _TaskReader(opts, task, PartitionLedger(), dedupe=opts.dedupe)
-        yield from reader.read(rt.spec, rt.epoch, task.ranges, lambda: False)
-        return
-    with ConfigCenter.open(opts.settings) as center:
-        staged = StagedAcks(center, opts.group)
-        replans = Replans(center, opts.group)
-        wait = opts.settings.etcd_timeout  # executors wait out a short etcd outage, as clients do
-        batch = rt.batch
-        ledger = patiently(lambda: staged.load(task.logical, task.partition), wait)
-        reader = _TaskReader(opts, task, ledger, dedupe=True)
-        plan = patiently(lambda: replans.get(batch, rt.part), wait)
-        if plan is None:
-            try:
-                yield from reader.read(
-                    rt.spec, rt.epoch, task.ranges, RouteMoved(center, opts.route, rt.spec.name, rt.epoch)
-                )
-            except _ClusterGone:
-                plan = patiently(lambda: _replan(center, replans, rt), wait)
-        if plan is not None:
-            spec = patiently(lambda: center.cluster(plan.cluster), wait)
-            yield from reader.read(spec, plan.epoch, plan.ranges, lambda: False)
-        emitted = reader.emitted()
-        patiently(lambda: staged.stage(batch, rt.part, emitted), wait)
-        if reader.filtered:
-            log.info("spark.task_filtered", topic=task.logical, partition=task.partition, filtered=reader.filtered,
-                     emitted=reader.emitted_count, cluster=rt.spec.name)  # fmt: skip
+    task = rt.task
+    place = TaskPlace(rt.options, rt.spec, rt.epoch, task.logical, task.partition, rt.batch, rt.part)
+    yield from run_task(
+        place,
+        lambda ledger, dedupe: _TaskReader(rt.options, task, ledger, dedupe=dedupe),
+        lambda reader, moved: reader.read(rt.spec, rt.epoch, task.ranges, moved),
+        lambda center, replans: _replan(center, replans, rt),
+        lambda reader, spec, plan: reader.read(spec, plan.epoch, plan.ranges, lambda: False),
+    )
 
 
 def _replan(center: ConfigCenter, replans: Replans, rt: ReadTask) -> Replan:

@@ -20,7 +20,8 @@ option                              default   meaning
 ``subscribe``                       one of    comma-separated logical topics
 ``subscribePattern``                these     a regular expression over logical topic names
 ``assign``                          three     JSON ``{"topic": [0, 1]}``
-``startingOffsets``                 latest    ``earliest``, ``latest`` or JSON (batch: earliest)
+``startingOffsets``                 latest    ``earliest``, ``latest`` or JSON (batch: earliest);
+                                              Pulsar: ``{"topic": [serialized id bytes]}``
 ``endingOffsets``                   latest    batch reads: ``latest`` or JSON
 ``startingTimestamp``               none      ms since the epoch: start at the first record then
 ``maxOffsetsPerTrigger``            none      records per micro-batch (all partitions)
@@ -50,7 +51,7 @@ from hotstandby.errors import ConfigError, ValidationError
 from hotstandby.settings import Settings
 from hotstandby.spark_integration.offsets import read_positions
 
-__all__ = ["EARLIEST", "LATEST", "SourceOptions", "parse_options"]
+__all__ = ["EARLIEST", "LATEST", "MessageIds", "SourceOptions", "parse_options"]
 
 EARLIEST = "earliest"
 LATEST = "latest"
@@ -136,8 +137,9 @@ def _millis(raw: Mapping[str, str], key: str, default: int) -> int:
     return default if value is None else value
 
 
-def _positions(key: str, value: str | None, default: str) -> str | dict[str, dict[int, int]]:
-    """``earliest``, ``latest`` or Spark's JSON ``{"topic": {"0": 23}}`` (-2 earliest, -1 latest)."""
+def _positions(key: str, value: str | None, default: str) -> str | dict[str, dict[int, int]] | MessageIds:
+    """``earliest``, ``latest``, Spark's JSON ``{"topic": {"0": 23}}`` (-2 earliest, -1 latest),
+    or the Pulsar connector's ``{"topic": [8, 11, 16, 101]}`` (:class:`MessageIds`)."""
     text = (value or default).strip()
     if text.lower() in (EARLIEST, LATEST):
         return text.lower()
@@ -145,11 +147,34 @@ def _positions(key: str, value: str | None, default: str) -> str | dict[str, dic
         doc = json.loads(text)
     except ValueError:
         raise ValidationError(key, f"expected earliest, latest or JSON, got {text[:60]!r}") from None
+    if isinstance(doc, dict) and doc and all(isinstance(v, list | str) for v in doc.values()):
+        return _message_ids(key, doc)
     out = read_positions(key, doc)
     for topic, parts in out.items():
         if any(o < -2 for o in parts.values()):
             raise ValidationError(key, f"topic {topic!r}: an offset below -2")
     return out
+
+
+@dataclass(frozen=True)
+class MessageIds:
+    """Pulsar start positions: per topic (or partition) name, as given, ``earliest``, ``latest`` or
+    the hex of a serialized message id (reading starts after that message)."""
+
+    ids: Mapping[str, str]
+
+
+def _message_ids(key: str, doc: Mapping[str, Any]) -> MessageIds:
+    out: dict[str, str] = {}
+    for topic, value in doc.items():
+        if isinstance(value, str) and value.lower() in (EARLIEST, LATEST):
+            out[str(topic)] = value.lower()
+        elif isinstance(value, list) and value and all(type(b) is int and -128 <= b <= 255 for b in value):
+            out[str(topic)] = bytes(b & 0xFF for b in value).hex()  # Java's signed bytes too
+        else:
+            raise ValidationError(key, f"topic {topic!r}: expected a serialized message id (a list of bytes), "
+                                       "earliest or latest")  # fmt: skip
+    return MessageIds(out)
 
 
 def _assign(value: str) -> dict[str, tuple[int, ...]]:
@@ -174,7 +199,7 @@ class SourceOptions:
     topics: tuple[str, ...] = ()
     pattern: str | None = None
     assign: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
-    starting: str | Mapping[str, Mapping[int, int]] = LATEST
+    starting: str | Mapping[str, Mapping[int, int]] | MessageIds = LATEST
     ending: str | Mapping[str, Mapping[int, int]] = LATEST
     starting_timestamp: int | None = None
     max_per_trigger: int | None = None
@@ -252,6 +277,8 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
     if "startingoffsets" in raw and "startingtimestamp" in raw:
         raise ValidationError("startingTimestamp", "give startingOffsets or startingTimestamp, not both")
     ending = _positions("endingOffsets", raw.get("endingoffsets"), LATEST)
+    if isinstance(ending, MessageIds):
+        raise ValidationError("endingOffsets", "message ids are not supported as ending offsets")
     if ending == EARLIEST or (isinstance(ending, dict) and any(-2 in parts.values() for parts in ending.values())):
         raise ValidationError("endingOffsets", "earliest (-2) is not allowed as an ending offset")
     group = raw.get(_HS + "group", "").strip() or None

@@ -23,12 +23,20 @@ from hotstandby.failover.ledger.staged import CopyMark, SwitchHints
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
 from hotstandby.spark_integration.offsets import SourceOffset
-from hotstandby.spark_integration.options import EARLIEST, LATEST, SourceOptions
-from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, id_key, id_text, logical_partition
+from hotstandby.spark_integration.options import EARLIEST, LATEST, MessageIds, SourceOptions
+from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, full_topic, id_key, id_text, logical_partition
 from hotstandby.spark_integration.pulsar_read import PulsarReadTask
 from hotstandby.spark_integration.schema import PULSAR_SCHEMA_DDL
 
-__all__ = ["PulsarPlan", "batch_tasks", "check_pulsar_options", "open_plan", "pulsar_tasks", "schema_ddl"]
+__all__ = [
+    "PulsarPlan",
+    "batch_tasks",
+    "check_pulsar_options",
+    "open_plan",
+    "pulsar_tasks",
+    "schema_ddl",
+    "starting_ids",
+]
 
 
 def check_pulsar_options(options: SourceOptions) -> None:
@@ -38,8 +46,32 @@ def check_pulsar_options(options: SourceOptions) -> None:
                         (options.starting_timestamp, "startingTimestamp")):  # fmt: skip
         if given:
             raise ConfigError(f"{name} is for Kafka routes; route {options.route!r} is on Pulsar")
-    if options.starting not in (EARLIEST, LATEST) or options.ending != LATEST:
-        raise ConfigError("Pulsar routes take startingOffsets earliest or latest, and no endingOffsets")
+    if not (options.starting in (EARLIEST, LATEST) or isinstance(options.starting, MessageIds)):
+        raise ConfigError('Pulsar routes take startingOffsets earliest, latest or {"topic": [message id bytes]}')
+    if options.ending != LATEST:
+        raise ConfigError("Pulsar routes take no endingOffsets")
+
+
+def starting_ids(cluster: PulsarCluster, partitions: list[str], starting: str | MessageIds) -> dict[str, str]:
+    """Where each partition starts (the kept id of the message before it; "" for the first):
+    ``earliest``, ``latest``, or :class:`MessageIds` by partition or topic name (a partition
+    not named starts at the latest)."""
+    if starting == EARLIEST:
+        return dict.fromkeys(partitions, "")
+    if not isinstance(starting, MessageIds):
+        return cluster.last_ids(partitions)
+    given = {full_topic(name): value for name, value in starting.ids.items()}
+    unknown = sorted(set(given) - set(partitions) - {logical_partition(t)[0] for t in partitions})
+    if unknown:
+        raise ConfigError(f"startingOffsets names {', '.join(unknown)}: not a subscribed topic or partition")
+    out = {}
+    for topic in partitions:
+        value = given.get(topic, given.get(logical_partition(topic)[0], LATEST))
+        if value == LATEST:
+            out.update(cluster.last_ids([topic]))
+        else:
+            out[topic] = "" if value == EARLIEST else value
+    return out
 
 
 def pulsar_tasks(
@@ -77,7 +109,9 @@ class PulsarPlan:
 
     def initial(self, route: str, epoch: int) -> SourceOffset:
         partitions = self.cluster.partitions()
-        ids = self.cluster.last_ids(partitions) if self._options.starting == LATEST else dict.fromkeys(partitions, "")
+        starting = self._options.starting
+        assert isinstance(starting, str | MessageIds)  # checked by check_pulsar_options
+        ids = starting_ids(self.cluster, partitions, starting)
         return SourceOffset(route, epoch, self.spec.name, {}, ids=ids)
 
     def next(self, start: SourceOffset, drain_to: Any, limit: int | None) -> SourceOffset:
@@ -161,13 +195,16 @@ def open_plan(spec: ClusterSpec, options: SourceOptions, context: PlanContext) -
 def batch_tasks(
     options: SourceOptions, route: Route, spec: ClusterSpec, links: Mapping[tuple[str, str], Link]
 ) -> list[ReadsPartition]:
-    """A batch read's tasks: every partition from its first message (``earliest``) or from
-    now (``latest``: nothing) to its last message when planned."""
+    """A batch read's tasks: every partition from ``startingOffsets`` (``earliest``: its first
+    message; ``latest``: nothing) to its last message when planned."""
     check_pulsar_options(options)
     cluster = PulsarCluster(spec, options)
     try:
-        ends = cluster.last_ids(cluster.partitions())
+        partitions = cluster.partitions()
+        ends = cluster.last_ids(partitions)
+        starting = options.starting
+        assert isinstance(starting, str | MessageIds)
+        starts = ends if starting == LATEST else starting_ids(cluster, partitions, starting)
     finally:
         cluster.close()
-    starts = ends if options.starting == LATEST else {}
     return pulsar_tasks(spec, options, route.epoch, starts, ends, None)

@@ -20,15 +20,15 @@ import pyarrow as pa
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM, identity_in
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
-from hotstandby.configcenter.polling import patiently
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
-from hotstandby.failover.ledger.staged import Copies, CopyMark, StagedAcks, StagedPart
+from hotstandby.failover.ledger.staged import Copies, CopyMark, StagedPart
 from hotstandby.logs import get_logger
 from hotstandby.spark_integration.options import SourceOptions
 from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, client_kwargs, id_key, message_id
-from hotstandby.spark_integration.replan import STALL_S, Replan, Replans, RouteMoved
+from hotstandby.spark_integration.replan import STALL_S, Replan, Replans
 from hotstandby.spark_integration.schema import PulsarRows
+from hotstandby.spark_integration.task_run import ClusterGone, TaskPlace, run_task
 
 __all__ = ["PulsarReadTask", "read_pulsar_task"]
 
@@ -58,10 +58,6 @@ class PulsarReadTask:
         return read_pulsar_task(self)
 
 
-class _ClusterGone(Exception):
-    """The cluster stopped sending and the route moved on."""
-
-
 def _messages(reader: pulsar.Reader, task: PulsarReadTask, cluster: str, start_id: str, end_id: str,
               moved: Callable[[], bool]) -> Iterator[pulsar.Message]:  # fmt: skip
     """Messages after ``start_id``'s entry up to the end of ``end_id``'s: batches end after
@@ -73,7 +69,7 @@ def _messages(reader: pulsar.Reader, task: PulsarReadTask, cluster: str, start_i
     while True:
         idle = time.monotonic() - progress
         if idle > STALL_S and moved():
-            raise _ClusterGone()
+            raise ClusterGone()
         if idle > timeout_s:
             raise pulsar.Timeout(f"reading {task.topic} up to {end_id} on {cluster}: "
                                  f"nothing for {task.options.poll_timeout_ms} ms")  # fmt: skip
@@ -113,6 +109,14 @@ class _PartitionReader:
         # topic -> cluster a copy came from -> the newest copy read: (its source position, identity)
         self._copies: dict[str, dict[str, tuple[str, RecordId]]] = {}
 
+    @property
+    def emitted_count(self) -> int:
+        return len(self.seen)
+
+    def emitted(self) -> StagedPart:
+        """What the task emitted, to stage: identities and the newest copies read."""
+        return StagedPart.of(self._task.logical, self._task.partition, self.seen, copies=self.copies())
+
     def copies(self) -> Copies:
         """The newest replicated copy read per topic and cluster it came from (a later switch
         to that cluster starts there)."""
@@ -137,7 +141,7 @@ class _PartitionReader:
                 reader = client.create_reader(topic, begin, start_message_id_inclusive=False, **opts.pulsar_reader)
             except (pulsar.Timeout, pulsar.ConnectError) as exc:
                 if moved():
-                    raise _ClusterGone() from exc
+                    raise ClusterGone() from exc
                 raise
             copies = self._copies.setdefault(topic, {})
             for msg in _messages(reader, task, spec.name, start, end, moved):
@@ -183,32 +187,17 @@ def _replan(center: ConfigCenter, replans: Replans, task: PulsarReadTask) -> Rep
 
 def read_pulsar_task(task: PulsarReadTask) -> Iterator[pa.RecordBatch]:
     """Read ``task`` (on an executor); see the module docs."""
-    opts = task.options
-    if task.batch is None or not opts.group:  # a batch read: no ledger, nothing staged
-        reader = _PartitionReader(task, PartitionLedger(), dedupe=opts.dedupe)
-        yield from reader.read(task.spec, task.epoch, task.topic, task.start, task.end, lambda: False)
-        return
-    with ConfigCenter.open(opts.settings) as center:
-        staged = StagedAcks(center, opts.group)
-        replans = Replans(center, opts.group)
-        wait = opts.settings.etcd_timeout  # executors wait out a short etcd outage, as clients do
-        batch = task.batch
-        ledger = patiently(lambda: staged.load(task.logical, task.partition), wait)
-        reader = _PartitionReader(task, ledger, dedupe=True)
-        plan = patiently(lambda: replans.get(batch, task.part), wait)
-        if plan is None:
-            try:
-                moved = RouteMoved(center, opts.route, task.spec.name, task.epoch)
-                yield from reader.read(task.spec, task.epoch, task.topic, task.start, task.end, moved)
-            except _ClusterGone:
-                plan = patiently(lambda: _replan(center, replans, task), wait)
-        if plan is not None:
-            spec = patiently(lambda: center.cluster(plan.cluster), wait)
-            for topic, start, end in plan.ids:
-                if end:
-                    yield from reader.read(spec, plan.epoch, topic, start, end, lambda: False)
-        emitted = StagedPart.of(task.logical, task.partition, reader.seen, copies=reader.copies())
-        patiently(lambda: staged.stage(batch, task.part, emitted), wait)
-        if reader.filtered:
-            log.info("spark.task_filtered", topic=task.logical, partition=task.partition, filtered=reader.filtered,
-                     emitted=len(reader.seen), cluster=task.spec.name)  # fmt: skip
+
+    def replanned(reader: _PartitionReader, spec: ClusterSpec, plan: Replan) -> Iterator[pa.RecordBatch]:
+        for topic, start, end in plan.ids:
+            if end:
+                yield from reader.read(spec, plan.epoch, topic, start, end, lambda: False)
+
+    place = TaskPlace(task.options, task.spec, task.epoch, task.logical, task.partition, task.batch, task.part)
+    yield from run_task(
+        place,
+        lambda ledger, dedupe: _PartitionReader(task, ledger, dedupe=dedupe),
+        lambda reader, moved: reader.read(task.spec, task.epoch, task.topic, task.start, task.end, moved),
+        lambda center, replans: _replan(center, replans, task),
+        replanned,
+    )

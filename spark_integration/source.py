@@ -91,7 +91,9 @@ class HotStandbyStreamReader(DataSourceStreamReader):
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         begin, stop = SourceOffset.from_dict(start), SourceOffset.from_dict(end)
-        return _partitions(self._plan(begin).tasks(begin, stop))
+        # The end, not the start: a restarted query replays its last batch first, and its end
+        # is where the query stands (its start may name a cluster and epoch from before a switch).
+        return _partitions(self._plan(stop).tasks(begin, stop))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         task: ReadsPartition = partition.value

@@ -122,8 +122,10 @@ class StreamPlanner:
                     self._arrival = None
                     draining = self._drain_to is not None
                     end = cluster.next(start, self._drain_to, None if draining else limit)
-                else:
-                    return start  # planned before a switch that is still on its way
+                else:  # not where this planner stands, and no switch brings it here
+                    self._seldom.warning("spark.offset_elsewhere", cluster=start.cluster, epoch=start.epoch,
+                                         planner_cluster=cluster.spec.name, planner_epoch=self._epoch)  # fmt: skip
+                    return start
             except cluster.unreachable as exc:  # no batch until the cluster answers or a flip
                 self._seldom.warning("spark.cluster_unanswered", cluster=cluster.spec.name, error=str(exc))
                 return start

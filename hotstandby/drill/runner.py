@@ -97,12 +97,24 @@ class DrillContext:
     filtered: dict[str, int] = field(default_factory=dict)  # per consumer
     resent: int = 0
     replicated: int = 0
+    #: cleared by a workload to hold the producer back (until the deadline at most)
+    producing: threading.Event = field(default_factory=threading.Event)
+    held_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.producing.set()
 
     def pace(self, began: float, seq: int) -> None:
-        """Wait until record ``seq`` is due (so that the flips fall mid-stream)."""
+        """Wait until record ``seq`` is due (so that the flips fall mid-stream), and while a
+        workload holds the producer back; the time held does not count."""
+        if not self.producing.is_set():
+            since = time.monotonic()
+            polling.wait_until(lambda: self.producing.is_set() or self.stop.is_set(),
+                               max(self.deadline - since, 0.0), first=0.05, most=0.2)  # fmt: skip
+            self.held_s += time.monotonic() - since
         pace = self.options.pace
         if pace > 0 and seq % 10 == 0:
-            ahead = began + seq / pace - time.monotonic()
+            ahead = began + self.held_s + seq / pace - time.monotonic()
             if ahead > 0:
                 self.stop.wait(ahead)
 

@@ -20,7 +20,9 @@ counts every row.
   consumed already) and the rows it lost as no longer consumed.
 * The producer starts once the query follows the route (its presence in the config center):
   a Spark session takes 20-60 s to start, and the flips should fall mid-stream. Without a
-  ``rate`` it produces for ``PHASE_S`` seconds between flips.
+  ``rate`` it produces for ``PHASE_S`` seconds between flips. After the last flip it waits
+  again, until the restarted query follows the new epoch: the rest of the records are then
+  produced on the new cluster, so the restarted query reads there (the last flip's latency).
 * If the job exits on its own, the drill fails with the end of its log (kept, with the
   checkpoint and the sink, in the temporary directory it names; removed after a clean run).
 * ``filtered`` and ``redelivered`` stay 0: the query's executors filter by its ledger, and
@@ -163,6 +165,7 @@ class SparkWorkload:
         self._job: _Job | None = None
         self._closed = False
         self._killed_at: int | None = None
+        self._resume_at: int | None = None  # the route's epoch the restarted query must reach
         self._stamps: dict[str, tuple[int, int, int]] = {}  # file -> (inode, mtime, size) last read
         self._files: dict[str, Counter[tuple[int, str]]] = {}  # file -> its rows (seq, cluster)
         self._present: Counter[int] = Counter()  # seq -> rows holding it across the sink's files
@@ -215,12 +218,17 @@ class SparkWorkload:
         log.info("drill.driver_killed", switch=k + 1, pid=job.proc.pid)
 
     def after_flip(self, k: int, ctx: DrillContext) -> None:
-        """After the last flip: the job again, on its checkpoint (taken at the older epoch)."""
+        """After the last flip: the job again, on its checkpoint (taken at the older epoch). The
+        producer waits until the query follows the route's new epoch, so the restarted query
+        has records to read on the new cluster (not only a backlog it drains on the old one)."""
         if self._killed_at != k:
             return
+        with ConfigCenter.open(Settings.resolve(etcd=ctx.etcd, namespace=ctx.namespace)) as center:
+            self._resume_at = center.route(self.route).epoch
         with self._lock:
             if self._closed:
                 return
+            ctx.producing.clear()
             self._job = self._start(ctx)
         self.phase = f"{self._phase}; driver SIGKILLed before switch {k + 1} and restarted from its checkpoint after it"
 
@@ -232,16 +240,16 @@ class SparkWorkload:
         if not ctx.stop.is_set():
             self.feed.produce(ctx)
 
+    def _following(self, center: ConfigCenter, epoch: int | None = None) -> bool:
+        """Whether the query follows the route (at ``epoch``): its planner's presence."""
+        client = f"spark-{self.group}"
+        return any(d.get("client") == client and d.get("state") == "active" and epoch in (None, d.get("epoch"))
+                   for d in list_clients(center, self.route))  # fmt: skip
+
     def _wait_for_query(self, ctx: DrillContext) -> None:
-        client = f"spark-{self.group}"  # the query's presence (spark_integration's planner)
         limit = max(min(_START_TIMEOUT_S, ctx.deadline - time.monotonic()), 1.0)
         with ConfigCenter.open(Settings.resolve(etcd=ctx.etcd, namespace=ctx.namespace)) as center:
-
-            def following() -> bool:
-                docs = list_clients(center, self.route)
-                return any(d.get("client") == client and d.get("state") == "active" for d in docs)
-
-            if not polling.wait_until(lambda: ctx.stop.is_set() or following(), limit, first=0.2, most=0.5):
+            if not polling.wait_until(lambda: ctx.stop.is_set() or self._following(center), limit, first=0.2, most=0.5):
                 log_path = self._work / "job.log"
                 raise DrillFailed(f"the Spark query did not start within {limit:.0f} s; {log_path} ends:\n"
                                   f"{tail(log_path, 30)}")  # fmt: skip
@@ -254,10 +262,14 @@ class SparkWorkload:
         try:
             with self._lock:
                 self._job = self._start(ctx)
-            while not ctx.stop.is_set():
-                self._scan(ctx)
-                self._check_job()
-                ctx.stop.wait(_SCAN_S)
+            with ConfigCenter.open(Settings.resolve(etcd=ctx.etcd, namespace=ctx.namespace)) as center:
+                while not ctx.stop.is_set():
+                    self._scan(ctx)
+                    self._check_job()
+                    if not ctx.producing.is_set() and self._following(center, self._resume_at):
+                        log.info("drill.query_resumed", epoch=self._resume_at)
+                        ctx.producing.set()
+                    ctx.stop.wait(_SCAN_S)
             failed = False
         finally:
             with self._lock:

@@ -33,9 +33,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
-from hotstandby.spark_integration import FORMAT, register
+from hotstandby.spark_integration import FORMAT
+from hotstandby.spark_integration.local_session import local_session
 
 __all__ = ["main"]
 
@@ -100,22 +101,6 @@ def _report_progress(progress: Any, reported: Any) -> Any:
     return progress.batchId
 
 
-def _session() -> SparkSession:
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("hotstandby-drill")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     os.dup2(2, 1)  # stdout is stderr from here on, for the JVM (it inherits fd 1) too
@@ -124,10 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     args.sink.mkdir(parents=True, exist_ok=True)
-    spark = _session()
+    spark = local_session("hotstandby-drill")
     failure = ""
     try:
-        register(spark)
         query = (
             spark.readStream.format(FORMAT)
             .option("hotstandby.route", args.route)

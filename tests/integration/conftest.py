@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -31,25 +29,12 @@ def spark() -> Iterator[Any]:
     """One local Spark session (two cores, loopback only) for every Spark test; its JVM is
     stopped by PID afterwards."""
     pytest.importorskip("pyspark")
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark import SparkContext
-    from pyspark.sql import SparkSession
 
-    from hotstandby.spark_integration import register
+    from hotstandby.spark_integration.local_session import local_session
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("hotstandby-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = local_session("hotstandby-tests", **{"spark.sql.shuffle.partitions": "2"})
     try:
-        register(session)
         yield session
     finally:
         session.stop()

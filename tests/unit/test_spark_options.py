@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hotstandby.errors import ConfigError, ValidationError
-from hotstandby.spark_integration.options import EARLIEST, LATEST, SourceOptions, parse_options
+from hotstandby.spark_integration.options import EARLIEST, LATEST, MessageIds, SourceOptions, parse_options
 
 ETCD = "10.0.0.5:2379"  # explicit, so HOTSTANDBY_* variables do not matter
 
@@ -187,7 +187,10 @@ def test_starting_offsets_json_has_integer_partitions() -> None:
         '{"orders": {"0": -3}}',
         '{"orders": {"x": 1}}',
         '{"orders": {"0": "abc"}}',
-        '{"orders": [0, 1]}',
+        '{"orders": [0, 300]}',
+        '{"orders": []}',
+        '{"orders": "middle"}',
+        '{"a": [8, 1], "b": {"0": 1}}',
         '["orders"]',
         "somewhere",
         "{",
@@ -197,6 +200,18 @@ def test_bad_starting_offsets_are_refused(bad: str) -> None:
     with pytest.raises(ValidationError) as err:
         parse_options(opts(startingOffsets=bad), streaming=True)
     assert err.value.key == "startingOffsets"
+
+
+def test_starting_offsets_as_pulsar_message_ids() -> None:
+    text = '{"persistent://public/default/p-partition-1": [8, 11, 16, -101], "q": "Earliest", "r": "latest"}'
+    got = parse_options(opts(startingOffsets=text), streaming=True).starting
+    assert got == MessageIds({"persistent://public/default/p-partition-1": "080b109b", "q": EARLIEST, "r": LATEST})
+
+
+def test_message_ids_are_no_ending_offsets() -> None:
+    with pytest.raises(ValidationError) as err:
+        parse_options(opts(endingOffsets='{"t": [8, 1]}'), streaming=False)
+    assert err.value.key == "endingOffsets"
 
 
 def test_starting_offsets_and_timestamp_together_are_refused() -> None:
