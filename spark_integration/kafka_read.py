@@ -21,6 +21,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
+from hotstandby.adapters.kafka.client_logs import with_logger
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import FormatError
@@ -177,7 +178,8 @@ class _TaskReader:
         opts, logical = self._options, self._task.logical
         dedupe, ledger, seen, headers_wanted = self._dedupe, self._ledger, self._seen, opts.include_headers
         buffer = RowBuffer(include_headers=headers_wanted, cluster=spec.name, epoch=epoch)
-        consumer = RawConsumer({**client_config(spec, opts), "group.id": _READ_GROUP, "enable.partition.eof": True})
+        consumer = RawConsumer(with_logger({**client_config(spec, opts), "group.id": _READ_GROUP,
+                                            "enable.partition.eof": True}))  # fmt: skip
         try:
             for r in ranges:
                 last_ts: int | None = None

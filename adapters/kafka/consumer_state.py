@@ -16,6 +16,7 @@ from typing import Any
 
 from confluent_kafka import Consumer as RawConsumer
 
+from hotstandby.adapters.kafka.client_logs import with_logger
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.ack_tracker import AckTracker
 from hotstandby.failover.client_options import ClientOptions
@@ -69,7 +70,7 @@ class ConsumerState:
     def connect(self, spec: ClusterSpec) -> RawConsumer:
         """A raw consumer of ``spec``: the cluster's client overrides, then the user's config."""
         config = {"auto.offset.reset": "earliest", **spec.client_config("consumer"), **self._raw_config}
-        return RawConsumer({**config, "bootstrap.servers": spec.url}, **self._raw_kwargs)
+        return RawConsumer(with_logger({**config, "bootstrap.servers": spec.url}, self._raw_kwargs), **self._raw_kwargs)
 
     def now_ms(self) -> int:
         """Wall-clock milliseconds, for acknowledgement times in the ledgers (their age GC)."""

@@ -25,6 +25,7 @@ from confluent_kafka import KafkaError, KafkaException, Message
 from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.adapter import ADAPTER
+from hotstandby.adapters.kafka.client_logs import with_logger
 from hotstandby.adapters.kafka.replication_progress import read_positions
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec, Link
@@ -152,7 +153,7 @@ class Producer(RouteClient):
         kbytes = int(config.get("queue.buffering.max.kbytes", _DEFAULT_MAX_KBYTES))
         config["queue.buffering.max.messages"] = min(_MAX_QUEUE, 2 * self._max_pending)
         config["queue.buffering.max.kbytes"] = min(_MAX_KBYTES, kbytes + self.options.replay_window_bytes // 1024 + 1)
-        return RawProducer(config)
+        return RawProducer(with_logger(config))
 
     def _partitions(self, inner: RawProducer, topic: str) -> int:
         count = self._partition_counts.get(topic)

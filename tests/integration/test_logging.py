@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 from hotstandby.configcenter import ConfigCenter
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.refcluster import RefCluster
 
 # Produces, consumes and acknowledges 10 messages through the SDK, closes; configures logging
@@ -34,6 +36,46 @@ for _ in range(10):
     consumer.acknowledge(consumer.receive(timeout_millis=30_000))
 client.close()
 """
+
+
+# A Kafka producer on a route whose cluster does not answer: librdkafka logs a failed
+# connection every second or so, on stderr unless the configuration names a logger.
+KAFKA_APP = """
+import logging, sys, time
+from hotstandby.adapters.kafka import Producer
+
+etcd, namespace, mode = sys.argv[1:4]
+if mode == "debug":
+    logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s|%(levelname)s|%(message)s")
+producer = Producer({"hotstandby.route": "nowhere", "hotstandby.etcd": etcd, "hotstandby.namespace": namespace})
+end = time.monotonic() + 3
+while time.monotonic() < end:
+    producer.poll(0.2)
+producer.close()
+"""
+
+
+def _run_kafka(refcluster: RefCluster, center: ConfigCenter, tmp_path: Path, mode: str) -> str:
+    script = tmp_path / "kafka_app.py"
+    script.write_text(KAFKA_APP)
+    done = subprocess.run([sys.executable, str(script), f"127.0.0.1:{refcluster.ports.etcd}", center.keys.namespace, mode],
+                          check=False, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    return done.stderr
+
+
+def test_librdkafka_logs_through_the_sdk_logger_not_on_stderr(
+    refcluster: RefCluster, center: ConfigCenter, tmp_path: Path
+) -> None:
+    with socket.socket() as sock:  # a free port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    center.put_cluster(ClusterSpec(name="kafka-gone", kind="kafka", url=f"127.0.0.1:{port}"))
+    center.create_route("nowhere", ["kafka-gone"], "kafka-gone")
+    assert _run_kafka(refcluster, center, tmp_path, "none") == "", "librdkafka printed on stderr"
+    lines = _run_kafka(refcluster, center, tmp_path, "debug").splitlines()
+    failed = [line for line in lines if line.startswith("hotstandby.librdkafka|") and "Connection refused" in line]
+    assert failed, "\n".join(lines[-20:])
 
 
 def _run(refcluster: RefCluster, namespace: str, tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
