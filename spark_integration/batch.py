@@ -23,5 +23,6 @@ def plan_batch(options: SourceOptions) -> list[ReadsPartition]:
         route = center.route(options.route)
         spec = center.cluster(route.active)
         links = center.links()
-    tasks: list[ReadsPartition] = system(spec.kind).batch_tasks(options, route, spec, links)
+        registered = center.registered_topics(spec.name) if options.pattern is not None else []
+    tasks: list[ReadsPartition] = system(spec.kind).batch_tasks(options, route, spec, links, registered)
     return tasks

@@ -23,10 +23,12 @@ __all__ = ["Arrival", "ClusterPlan", "PlanContext", "ReadsPartition"]
 
 @dataclass(frozen=True)
 class PlanContext:
-    """What a plan needs from the route: its clusters and the replication links (read anew)."""
+    """What a plan needs from the route: its clusters and the replication links (read anew),
+    and the topics registered in the config center for a cluster (Pulsar's ``topicsPattern``)."""
 
     clusters: Callable[[], Sequence[str]]
     links: Callable[[], Mapping[tuple[str, str], Link]]
+    registered: Callable[[str], Sequence[str]] = lambda cluster: ()
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ partition, and the core's translation after a switch."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaException
@@ -166,10 +166,15 @@ def _resolve(
 
 
 def batch_tasks(
-    options: SourceOptions, route: Route, spec: ClusterSpec, links: Mapping[tuple[str, str], Link]
+    options: SourceOptions,
+    route: Route,
+    spec: ClusterSpec,
+    links: Mapping[tuple[str, str], Link],
+    registered: Sequence[str] = (),
 ) -> list[ReadsPartition]:
     """A batch read's tasks on the active cluster: each topic and its copies, ``startingOffsets``
-    (or ``startingTimestamp``) to ``endingOffsets``, one task per logical partition."""
+    (or ``startingTimestamp``) to ``endingOffsets``, one task per logical partition (Kafka lists
+    its topics: ``registered`` is not needed)."""
     check_kafka_options(options)
     cluster = KafkaCluster(spec, options)
     try:

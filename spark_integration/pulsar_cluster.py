@@ -14,13 +14,12 @@ from __future__ import annotations
 import contextlib
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pulsar
 
 from hotstandby.configcenter.documents import ClusterSpec
-from hotstandby.errors import ConfigError
 from hotstandby.spark_integration.options import SourceOptions
 
 __all__ = ["PulsarCluster", "full_topic", "id_key", "id_text", "logical_partition", "message_id"]
@@ -70,9 +69,17 @@ def client_kwargs(spec: ClusterSpec, options: SourceOptions) -> dict[str, Any]:
 class PulsarCluster:
     """Partitions and last message ids on one cluster (see the module docs)."""
 
-    def __init__(self, spec: ClusterSpec, options: SourceOptions, *, subscription: str | None = None) -> None:
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        options: SourceOptions,
+        *,
+        subscription: str | None = None,
+        registered: Callable[[], Iterable[str]] = tuple,
+    ) -> None:
         self.spec = spec
         self._options = options
+        self._registered = registered
         self._temporary = subscription is None
         self._subscription = subscription or f"hotstandby-spark-batch-{uuid.uuid4().hex[:8]}"
         self._client: pulsar.Client | None = None
@@ -84,12 +91,18 @@ class PulsarCluster:
             self._client = pulsar.Client(self.spec.url, **client_kwargs(self.spec, self._options))
         return self._client
 
+    def topics(self) -> list[str]:
+        """The topics read: ``topic``/``topics``, or the registered topics whose full names
+        ``topicsPattern`` matches (pulsar-client cannot list a namespace's topics)."""
+        pattern = self._options.pattern
+        if pattern is None:
+            return list(self._options.topics)
+        return sorted({full_topic(t) for t in self._registered() if re.fullmatch(pattern, full_topic(t))})
+
     def partitions(self) -> list[str]:
         """The partitions' topic names of the subscribed topics, in a fixed order."""
-        if self._options.pattern is not None:
-            raise ConfigError("topicsPattern is not supported: Pulsar routes are read by topic names (topic, topics)")
         out: list[str] = []
-        for name in self._options.topics:
+        for name in self.topics():
             out.extend(self.client.get_topic_partitions(full_topic(name)))
         return sorted(out)
 

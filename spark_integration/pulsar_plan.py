@@ -11,7 +11,7 @@ offsets, so ``maxOffsetsPerTrigger`` does not apply: a batch reads what is there
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulsar
@@ -188,17 +188,23 @@ def schema_ddl(options: SourceOptions) -> str:
 
 
 def open_plan(spec: ClusterSpec, options: SourceOptions, context: PlanContext) -> PulsarPlan:
-    return PulsarPlan(PulsarCluster(spec, options, subscription=f"hotstandby-spark-{options.require_group()}"),
-                      options, context)  # fmt: skip
+    cluster = PulsarCluster(spec, options, subscription=f"hotstandby-spark-{options.require_group()}",
+                            registered=lambda: context.registered(spec.name))  # fmt: skip
+    return PulsarPlan(cluster, options, context)
 
 
 def batch_tasks(
-    options: SourceOptions, route: Route, spec: ClusterSpec, links: Mapping[tuple[str, str], Link]
+    options: SourceOptions,
+    route: Route,
+    spec: ClusterSpec,
+    links: Mapping[tuple[str, str], Link],
+    registered: Sequence[str] = (),
 ) -> list[ReadsPartition]:
     """A batch read's tasks: every partition from ``startingOffsets`` (``earliest``: its first
-    message; ``latest``: nothing) to its last message when planned."""
+    message; ``latest``: nothing) to its last message when planned; ``topicsPattern`` matches
+    ``registered`` (the cluster's topics in the config center)."""
     check_pulsar_options(options)
-    cluster = PulsarCluster(spec, options)
+    cluster = PulsarCluster(spec, options, registered=lambda: registered)
     try:
         partitions = cluster.partitions()
         ends = cluster.last_ids(partitions)

@@ -75,7 +75,9 @@ class StreamPlanner:
                                drain_timeout_ms=options.drain_timeout_ms,
                                timestamp_skew_ms=options.timestamp_skew_ms)  # fmt: skip
         self._follower = RouteFollower(client, kind, role="spark", labels={"group": group})
-        self._context = PlanContext(clusters=lambda: self._follower.route.clusters, links=self._follower.center.links)
+        center = self._follower.center
+        self._context = PlanContext(clusters=lambda: self._follower.route.clusters, links=center.links,
+                                    registered=center.registered_topics)  # fmt: skip
         self._lock = threading.RLock()
         self.gate = SwitchGate(self._lock)
         self._staged = StagedAcks(self._follower.center, group, owner=client.client_id)

@@ -63,6 +63,20 @@ def test_a_batch_read_of_a_pulsar_route_has_the_pulsar_connectors_columns(
     assert sorted(r.value.decode() for r in rows) == sorted(values)
     assert {r["__topic"] for r in rows} == {topic} and {r.cluster for r in rows} == {"pulsar-a"}
     assert all(r.hs_id and r["__messageProperties"]["v"] == r.value.decode() for r in rows)
+    # topicsPattern: the registered topics it matches (another registered topic, one not registered)
+    other, unregistered = f"{topic}-two", f"{topic}-three"
+    for name in (topic, other):  # in the query's namespace (the fixture registers for the replicators)
+        center.register_topic("pulsar-a", name)
+    send(refcluster, namespace, other, ["o1", "o2"])
+    send(refcluster, namespace, unregistered, ["u1"])
+    pattern = options(refcluster, namespace, topic)
+    del pattern["topic"]
+    pattern["topicsPattern"] = topic.replace("persistent://", "persistent://(?:") + ")(-.*)?"
+    rows = spark.read.format("hotstandby").options(**pattern).load().collect()
+    assert sorted((r["__topic"], r.value.decode()) for r in rows if r["__topic"] != topic) == [
+        (other, "o1"), (other, "o2")
+    ]  # fmt: skip
+    assert len(rows) == len(values) + 2
     with pytest.raises(Exception, match="maxOffsetsPerTrigger is for Kafka routes"):
         spark.read.format("hotstandby").options(
             **options(refcluster, namespace, topic, maxOffsetsPerTrigger="5")
