@@ -20,8 +20,8 @@ counts every row.
   consumed already) and the rows it lost as no longer consumed.
 * The producer starts once the query follows the route (its presence in the config center):
   a Spark session takes 20-60 s to start, and the flips should fall mid-stream. Without a
-  ``rate`` it produces for ``PHASE_S`` seconds between flips. After the last flip it waits
-  again, until the restarted query follows the new epoch: the rest of the records are then
+  ``rate`` it produces for ``PHASE_S`` seconds between flips. From the driver's kill until the
+  restarted query follows the new epoch it waits again: the rest of the records are then
   produced on the new cluster, so the restarted query reads there (the last flip's latency).
 * If the job exits on its own, the drill fails with the end of its log (kept, with the
   checkpoint and the sink, in the temporary directory it names; removed after a clean run).
@@ -213,22 +213,23 @@ class SparkWorkload:
             job, self._job = self._job, None
         if job is None:
             return
+        ctx.producing.clear()  # until the restarted query follows the new epoch (after_flip)
         job.kill()
         self._killed_at = k
         log.info("drill.driver_killed", switch=k + 1, pid=job.proc.pid)
 
     def after_flip(self, k: int, ctx: DrillContext) -> None:
         """After the last flip: the job again, on its checkpoint (taken at the older epoch). The
-        producer waits until the query follows the route's new epoch, so the restarted query
-        has records to read on the new cluster (not only a backlog it drains on the old one)."""
+        producer, held since the kill, waits until the query follows the route's new epoch, so
+        the restarted query has records to read on the new cluster (not only a backlog it
+        drains on the old one)."""
         if self._killed_at != k:
             return
         with ConfigCenter.open(Settings.resolve(etcd=ctx.etcd, namespace=ctx.namespace)) as center:
-            self._resume_at = center.route(self.route).epoch
+            self._resume_at = center.route(self.route).epoch  # the flip is made: its epoch
         with self._lock:
             if self._closed:
                 return
-            ctx.producing.clear()
             self._job = self._start(ctx)
         self.phase = f"{self._phase}; driver SIGKILLed before switch {k + 1} and restarted from its checkpoint after it"
 
@@ -266,7 +267,8 @@ class SparkWorkload:
                 while not ctx.stop.is_set():
                     self._scan(ctx)
                     self._check_job()
-                    if not ctx.producing.is_set() and self._following(center, self._resume_at):
+                    resume_at = self._resume_at
+                    if not ctx.producing.is_set() and resume_at is not None and self._following(center, resume_at):
                         log.info("drill.query_resumed", epoch=self._resume_at)
                         ctx.producing.set()
                     ctx.stop.wait(_SCAN_S)
