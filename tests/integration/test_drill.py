@@ -50,7 +50,7 @@ def test_pulsar_drill_with_a_killed_primary_loses_and_duplicates_nothing(
     acks; then an Exclusive one acknowledging cumulatively. Each part flips the route three
     times, the first after a SIGKILL of the active broker."""
     code, report = drill(refcluster, capsys, "--system", "pulsar", "--messages", "3000", "--switches", "3",
-                         "--kill-primary", "--consumers", "3", "--timeout", "240")  # fmt: skip
+                         "--kill-primary", "--consumers", "3", "--rate", "300", "--timeout", "240")  # fmt: skip
     shared, exclusive = report["phases"]
     assert (shared["phase"], shared["consumers"], exclusive["phase"], exclusive["consumers"]) == (
         "shared, individual acks out of order", 3, "exclusive, cumulative acks", 1
@@ -62,6 +62,7 @@ def test_pulsar_drill_with_a_killed_primary_loses_and_duplicates_nothing(
             ("pulsar-a", "pulsar-b", True), ("pulsar-b", "pulsar-a", False), ("pulsar-a", "pulsar-b", False)
         ]  # fmt: skip
         assert part["filtered"] > 0 and part["resent"] > 0
+        assert all(s["latency_ms"] is not None for s in part["switches"]), "records consumed after every flip"
     assert shared["redelivered"] > 0, "negatively acknowledged messages came again"
     assert (report["produced"], report["lost"], report["duplicated"]) == (6000, 0, 0)
     assert code == 0 and report["ok"]
