@@ -77,7 +77,7 @@ class KafkaWorkload:
         try:
             began = time.monotonic()
             for seq in range(ctx.options.messages):
-                ctx.pace(began, seq)
+                ctx.pace(began, seq, serve=producer.poll)
                 value = str(seq).encode()
 
                 def report(err: Any, msg: Any, seq: int = seq) -> None:

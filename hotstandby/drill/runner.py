@@ -60,6 +60,13 @@ class DrillOptions:
     # The route a drill of an integration reads (spark: see systems.ROUTES); None: its default.
     # A messaging system's drill has its own route and takes no other.
     route: str | None = None
+    # The producer stops at each flip's share of the records until that flip is made, so every
+    # phase is produced on its own cluster however long a flip takes to follow (Spark's).
+    lockstep: bool = False
+
+    def milestone(self, k: int) -> int:
+        """Records produced before flip ``k`` (0-based) is made."""
+        return self.messages * (k + 1) // (self.switches + 1)
 
     @property
     def pace(self) -> float:
@@ -100,17 +107,26 @@ class DrillContext:
     #: cleared by a workload to hold the producer back (until the deadline at most)
     producing: threading.Event = field(default_factory=threading.Event)
     held_s: float = 0.0
+    allowed: int | None = None  # lockstep: records the producer may send before the next flip
+
+    def _may_send(self, seq: int) -> bool:
+        allowed = self.allowed
+        return self.producing.is_set() and (allowed is None or seq < allowed)
 
     def __post_init__(self) -> None:
         self.producing.set()
 
-    def pace(self, began: float, seq: int) -> None:
+    def pace(self, began: float, seq: int, serve: Callable[[float], object] | None = None) -> None:
         """Wait until record ``seq`` is due (so that the flips fall mid-stream), and while a
-        workload holds the producer back; the time held does not count."""
-        if not self.producing.is_set():
+        workload or the lockstep holds the producer back (the time held does not count); a
+        producer that must be polled for its delivery reports passes its ``poll`` as ``serve``."""
+        if not self._may_send(seq):
             since = time.monotonic()
-            polling.wait_until(lambda: self.producing.is_set() or self.stop.is_set(),
-                               max(self.deadline - since, 0.0), first=0.05, most=0.2)  # fmt: skip
+            while not self._may_send(seq) and not self.stop.is_set() and time.monotonic() < self.deadline:
+                if serve is None:
+                    self.stop.wait(0.1)
+                else:
+                    serve(0.1)
             self.held_s += time.monotonic() - since
         pace = self.options.pace
         if pace > 0 and seq % 10 == 0:
@@ -218,9 +234,11 @@ def run_drill(
             threads.start(f"drill-consumer-{i}", functools.partial(workload.consume, ctx, i))
         threads.start("drill-producer", produce)
         restart: str | None = None
+        if options.lockstep and options.switches:
+            ctx.allowed = options.milestone(0)
         wait_until(lambda: tally.counts()[1] > 0, "starting", 120)
         for k in range(options.switches):
-            milestone = options.messages * (k + 1) // (options.switches + 1)
+            milestone = options.milestone(k)
             wait_until(functools.partial(_reached, ctx, milestone), "producing", 600)
             if restart is not None:
                 _restart(rc, workload, restart)
@@ -234,6 +252,8 @@ def run_drill(
                 restart = route.active
             center.switch(workload.route, target, reason=f"hotstandby drill, switch {k + 1}")
             mark = tally.flip(route.active, target, killed=kill)
+            if options.lockstep:  # the next share, on the new cluster
+                ctx.allowed = options.milestone(k + 1) if k + 1 < options.switches else None
             log.info("drill.flipped", source=route.active, to=target, killed=kill)
             workload.after_flip(k, ctx)
             _wait_moved(center, workload.route, mark, wait_until, functools.partial(_finished, ctx))

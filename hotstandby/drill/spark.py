@@ -20,7 +20,10 @@ counts every row.
   consumed already) and the rows it lost as no longer consumed.
 * The producer starts once the query follows the route (its presence in the config center):
   a Spark session takes 20-60 s to start, and the flips should fall mid-stream. Without a
-  ``rate`` it produces for ``PHASE_S`` seconds between flips. From the driver's kill until the
+  ``rate`` it produces for ``PHASE_S`` seconds between flips, in lockstep: it stops at each
+  flip's share until the flip is made (a query can take half a minute to follow a flip with
+  a killed broker, and a free-running producer had finished by the later flips). From the
+  driver's kill until the
   restarted query follows the new epoch it waits again: the rest of the records are then
   produced on the new cluster, so the restarted query reads there (the last flip's latency).
 * If the job exits on its own, the drill fails with the end of its log (kept, with the
@@ -332,5 +335,5 @@ def run(rc: RefCluster, options: DrillOptions, progress: Callable[[DrillProgress
     if importlib.util.find_spec("pyspark") is None:  # the job needs it; this process does not
         raise MissingDependencyError("the Spark drill needs pyspark (Python >= 3.11): pip install 'hotstandby[spark]'")
     workload = SparkWorkload(new_run_id(), options.route or DEFAULT_ROUTE)
-    options = replace(options, consumers=1, phase_s=max(options.phase_s, PHASE_S))
+    options = replace(options, consumers=1, phase_s=max(options.phase_s, PHASE_S), lockstep=True)
     return run_drill(rc, options, workload, progress)
