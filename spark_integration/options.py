@@ -48,6 +48,7 @@ from typing import Any
 
 from hotstandby.adapter import cluster_keys
 from hotstandby.errors import ConfigError, ValidationError
+from hotstandby.etcd_security import ETCD_SECURITY_KEYS, etcd_security_args
 from hotstandby.settings import Settings
 from hotstandby.spark_integration.offsets import read_positions
 
@@ -68,6 +69,7 @@ _KNOWN_HS = frozenset(
         "drain.timeout.ms",
         "timestamp.skew.ms",
         "dedupe",
+        *ETCD_SECURITY_KEYS,
     )
 )
 _KNOWN = frozenset(
@@ -289,6 +291,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
             etcd=raw.get(_HS + "etcd"),
             namespace=raw.get(_HS + "namespace"),
             etcd_timeout=(_count(_HS + "etcd.timeout.ms", raw.get(_HS + "etcd.timeout.ms")) or 0) / 1000 or None,
+            **etcd_security_args(raw, _HS),
         ),
         topics=topics,
         pattern=pattern,

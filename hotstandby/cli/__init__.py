@@ -25,6 +25,11 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--etcd", metavar="HOST:PORT[,HOST:PORT]", help="config center endpoints (env HOTSTANDBY_ETCD)")
     common.add_argument("--namespace", help="key prefix in etcd (env HOTSTANDBY_NAMESPACE, default /hotstandby)")
+    common.add_argument("--etcd-ca", metavar="PEM", help="CA of etcd's certificate: TLS (env HOTSTANDBY_ETCD_CA)")
+    common.add_argument("--etcd-cert", metavar="PEM", help="client certificate for etcd (env HOTSTANDBY_ETCD_CERT)")
+    common.add_argument("--etcd-key", metavar="PEM", help="its key (env HOTSTANDBY_ETCD_KEY)")
+    common.add_argument("--etcd-user", help="etcd user (env HOTSTANDBY_ETCD_USER); the password comes from "
+                        "HOTSTANDBY_ETCD_PASSWORD or the file HOTSTANDBY_ETCD_PASSWORD_FILE, never a flag")  # fmt: skip
     common.add_argument("--json", action="store_true", help="print one JSON document")
     common.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
 

@@ -19,8 +19,14 @@ from hotstandby.settings import Settings
 __all__ = ["add_commands"]
 
 
+def cli_settings(args: argparse.Namespace) -> Settings:
+    """The config center the command's flags (then the environment) name."""
+    return Settings.resolve(etcd=args.etcd, namespace=args.namespace, etcd_ca=args.etcd_ca, etcd_cert=args.etcd_cert,
+                            etcd_key=args.etcd_key, etcd_user=args.etcd_user)  # fmt: skip
+
+
 def _center(args: argparse.Namespace) -> ConfigCenter:
-    return ConfigCenter.open(Settings.resolve(etcd=args.etcd, namespace=args.namespace))
+    return ConfigCenter.open(cli_settings(args))
 
 
 def _problem(problem: HotStandbyError) -> dict[str, str]:
@@ -162,7 +168,7 @@ def _disagreements(route: Route, clients: list[dict[str, Any]]) -> list[dict[str
 
 
 def status(args: argparse.Namespace) -> int:
-    settings = Settings.resolve(etcd=args.etcd, namespace=args.namespace)
+    settings = cli_settings(args)
     with ConfigCenter.open(settings) as center:
         snap = center.snapshot()
         invalid_routes = _invalid(snap, center.keys.routes)

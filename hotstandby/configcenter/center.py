@@ -89,7 +89,8 @@ class ConfigCenter:
         from hotstandby.configcenter.etcd import EtcdStore
 
         settings = settings or Settings.resolve()
-        return cls(EtcdStore(settings.etcd, timeout=settings.etcd_timeout), settings.namespace)
+        store = EtcdStore(settings.etcd, timeout=settings.etcd_timeout, security=settings.etcd_security)
+        return cls(store, settings.namespace)
 
     def close(self) -> None:
         self.store.close()

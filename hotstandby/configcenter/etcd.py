@@ -16,8 +16,8 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 from hotstandby.configcenter.store import Event, KeyValue, KVStore, WatchStream
 from hotstandby.errors import (
@@ -26,9 +26,12 @@ from hotstandby.errors import (
     MissingDependencyError,
     RevisionCompacted,
 )
-from hotstandby.settings import Endpoint
+from hotstandby.etcd_security import EtcdSecurity
+from hotstandby.settings import PLAINTEXT, Endpoint
 
 __all__ = ["EtcdStore"]
+
+T = TypeVar("T")
 
 try:
     import grpc
@@ -134,81 +137,125 @@ class _EtcdWatch(WatchStream):
             self._client.cancel_watch(self._watch_id)
 
 
-class EtcdStore(KVStore):
-    """etcd v3 over grpc. ``timeout`` bounds every call, including watch creation."""
+def _token_expired(exc: BaseException) -> bool:
+    """etcd dropped the client's auth token (a simple token lapses after 5 idle minutes)."""
+    return (isinstance(exc, grpc.RpcError) and hasattr(exc, "code") and exc.code() == grpc.StatusCode.UNAUTHENTICATED
+            and "token" in (exc.details() or ""))  # fmt: skip
 
-    def __init__(self, endpoints: Sequence[Endpoint], *, timeout: float = 5.0) -> None:
-        eps = [
-            pyetcd.Endpoint(e.host, e.port, secure=False, time_retry=_ENDPOINT_RETRY_S, opts=_GRPC_OPTIONS)
-            for e in endpoints
-        ]
+
+class EtcdStore(KVStore):
+    """etcd v3 over grpc. ``timeout`` bounds every call, including watch creation. With
+    ``security``: TLS and a user's credentials; a lapsed auth token is renewed once per call."""
+
+    def __init__(
+        self, endpoints: Sequence[Endpoint], *, timeout: float = 5.0, security: EtcdSecurity = PLAINTEXT
+    ) -> None:
         self.endpoints = tuple(endpoints)
-        self._client = pyetcd.MultiEndpointEtcd3Client(endpoints=eps, timeout=timeout, failover=True)
+        self._timeout = timeout
+        self._security = security
+        self._lock = threading.Lock()
+        self._client: Any = None  # made on first use: authenticating is a call to etcd
+
+    def _current(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = self._connect()
+            return self._client
+
+    def _connect(self) -> Any:
+        creds = self._security.channel_credentials()
+        eps = [
+            pyetcd.Endpoint(
+                e.host, e.port, secure=creds is not None, creds=creds, time_retry=_ENDPOINT_RETRY_S, opts=_GRPC_OPTIONS
+            )
+            for e in self.endpoints
+        ]
+        return pyetcd.MultiEndpointEtcd3Client(endpoints=eps, timeout=self._timeout, failover=True,
+                                               user=self._security.user, password=self._security.password)  # fmt: skip
+
+    def call(self, call: Callable[[Any], T]) -> T:
+        """``call(client)`` on the pyetcd client, errors mapped; again with a new auth token if
+        etcd dropped ours."""
+        with _mapped():
+            client = self._current()
+            try:
+                return call(client)
+            except grpc.RpcError as exc:
+                if not _token_expired(exc) or self._security.user is None:
+                    raise
+            with self._lock:
+                if self._client is client:  # not renewed by another thread meanwhile
+                    self._client = self._connect()
+                    with contextlib.suppress(Exception):
+                        client.close()
+                client = self._client
+            return call(client)
 
     def get(self, key: str) -> KeyValue | None:
-        with _mapped():
-            value, meta = self._client.get(key)
+        value, meta = self.call(lambda c: c.get(key))
         if meta is None:
             return None
         return KeyValue(key, bytes(value), meta.mod_revision)
 
     def get_prefix(self, prefix: str) -> tuple[list[KeyValue], int]:
-        with _mapped():
-            resp = self._client.get_prefix_response(prefix, sort_order="ascend", sort_target="key")
+        resp = self.call(lambda c: c.get_prefix_response(prefix, sort_order="ascend", sort_target="key"))
         kvs = [KeyValue(kv.key.decode(errors="replace"), bytes(kv.value), kv.mod_revision) for kv in resp.kvs]
         return kvs, resp.header.revision
 
     def put(self, key: str, value: bytes, *, lease: int = 0) -> int:
-        with _mapped():
-            resp = self._client.put(key, value, lease=lease or None)
+        resp = self.call(lambda c: c.put(key, value, lease=lease or None))
         return int(resp.header.revision)
 
     def put_if_revision(self, key: str, value: bytes, mod_revision: int, *, lease: int = 0) -> bool:
-        tx = self._client.transactions
-        with _mapped():
-            ok, _ = self._client.transaction(
-                compare=[tx.mod(key) == mod_revision], success=[tx.put(key, value, lease=lease or None)], failure=[]
-            )
-        return bool(ok)
+        def call(c: Any) -> bool:
+            tx = c.transactions
+            ok, _ = c.transaction(compare=[tx.mod(key) == mod_revision],
+                                  success=[tx.put(key, value, lease=lease or None)], failure=[])  # fmt: skip
+            return bool(ok)
+
+        return self.call(call)
 
     def commit_if_revisions(
         self, expected: Mapping[str, int], puts: Mapping[str, bytes], deletes: Sequence[str] = ()
     ) -> bool:
-        tx = self._client.transactions
-        compare = [tx.mod(key) == revision for key, revision in expected.items()]
-        success = [tx.put(key, value) for key, value in puts.items()] + [tx.delete(key) for key in deletes]
-        with _mapped():
-            ok, _ = self._client.transaction(compare=compare, success=success, failure=[])
-        return bool(ok)
+        def call(c: Any) -> bool:
+            tx = c.transactions
+            compare = [tx.mod(key) == revision for key, revision in expected.items()]
+            success = [tx.put(key, value) for key, value in puts.items()] + [tx.delete(key) for key in deletes]
+            ok, _ = c.transaction(compare=compare, success=success, failure=[])
+            return bool(ok)
+
+        return self.call(call)
 
     def delete(self, key: str) -> bool:
-        with _mapped():
-            return bool(self._client.delete(key))
+        return self.call(lambda c: bool(c.delete(key)))
 
     def watch_prefix(self, prefix: str, start_revision: int) -> WatchStream:
-        return _EtcdWatch(self._client, prefix, start_revision)
+        return self.call(lambda c: _EtcdWatch(c, prefix, start_revision))
 
     def grant_lease(self, ttl_s: int) -> int:
-        with _mapped():
-            return int(self._client.lease(ttl_s).id)
+        return self.call(lambda c: int(c.lease(ttl_s).id))
 
     def refresh_lease(self, lease_id: int) -> bool:
-        with _mapped():
-            responses = list(self._client.refresh_lease(lease_id))
+        responses = self.call(lambda c: list(c.refresh_lease(lease_id)))
         return bool(responses) and responses[-1].TTL > 0
 
     def revoke_lease(self, lease_id: int) -> None:
-        with _mapped():
+        def call(c: Any) -> None:
             try:
-                self._client.revoke_lease(lease_id)
+                c.revoke_lease(lease_id)
             except grpc.RpcError as exc:
                 if exc.code() != grpc.StatusCode.NOT_FOUND:  # already gone: nothing to revoke
                     raise
 
+        self.call(call)
+
     def compact(self, revision: int) -> None:
-        with _mapped():
-            self._client.compact(revision, physical=True)
+        self.call(lambda c: c.compact(revision, physical=True))
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._client.close()
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()

@@ -13,6 +13,9 @@ key                                 default   meaning
 ``hotstandby.namespace``            env/def.  config center namespace
 ``hotstandby.etcd.timeout.ms``      env/def.  etcd calls' timeout; creating a client waits this
                                               long for an unreachable etcd, then fails
+``hotstandby.etcd.ca``, ``.cert``,   env/none  etcd's TLS and credentials
+``.key``, ``.user``, ``.password``,             (:mod:`hotstandby.etcd_security`)
+``.password.file``
 ``hotstandby.client.id``            random    name in logs and in ``hotstandby status ROUTE``
 ``hotstandby.replay.window.ms``     60000     acknowledged records kept for re-sending
 ``hotstandby.replay.window.bytes``  33554432  ... and at most this many bytes of them
@@ -31,6 +34,7 @@ from typing import Any
 
 from hotstandby.adapter import cluster_keys
 from hotstandby.errors import ConfigError, ValidationError
+from hotstandby.etcd_security import ETCD_SECURITY_KEYS, etcd_security_args
 from hotstandby.settings import Settings
 
 __all__ = ["PREFIX", "ClientOptions"]
@@ -83,7 +87,7 @@ class ClientOptions:
             raise ValidationError(PREFIX + "route", "required: the route this client follows")
         known = {f"{PREFIX}{k}" for k in ("route", "etcd", "etcd.timeout.ms", "namespace", "client.id", "replay.window.ms",
                                           "replay.window.bytes", "drain.timeout.ms", "partitioner",
-                                          "timestamp.skew.ms")}  # fmt: skip
+                                          "timestamp.skew.ms", *ETCD_SECURITY_KEYS)}  # fmt: skip
         unknown = sorted(k for k in config if k.startswith(PREFIX) and k not in known)
         if unknown:
             raise ValidationError(unknown[0], f"unknown setting; known: {', '.join(sorted(known))}")
@@ -93,6 +97,7 @@ class ClientOptions:
                 etcd=config.get(PREFIX + "etcd"),
                 namespace=config.get(PREFIX + "namespace"),
                 etcd_timeout=_timeout_s(config, PREFIX + "etcd.timeout.ms"),
+                **etcd_security_args(config, PREFIX),
             ),
             client_id=str(config.get(PREFIX + "client.id") or f"{role}-{uuid.uuid4().hex[:8]}"),
             replay_window_ms=_int(config, PREFIX + "replay.window.ms", 60_000),

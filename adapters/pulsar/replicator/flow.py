@@ -100,7 +100,7 @@ class PulsarFlow:
         self._center: ConfigCenter | None = None
         if config.etcd:
             settings = Settings(etcd=parse_endpoints(config.etcd), namespace=config.config_namespace)
-            self._store = EtcdStore(settings.etcd, timeout=settings.etcd_timeout)
+            self._store = EtcdStore(settings.etcd, timeout=settings.etcd_timeout, security=settings.etcd_security)
             self._center = ConfigCenter(self._store, settings.namespace)
         self._readers = SourceReaders(
             config.name, self._open_reader, on_failure=lambda part, exc: self.status.error(f"{part}: {exc}")
