@@ -20,7 +20,7 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hotstandby.cli import config_cmds, drill_cmd, refcluster_cmds
+    from hotstandby.cli import config_cmds, drill_cmd, refcluster_cmds, roles_cmd
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--etcd", metavar="HOST:PORT[,HOST:PORT]", help="config center endpoints (env HOTSTANDBY_ETCD)")
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_cmds.add_commands(sub, common)
     refcluster_cmds.add_commands(sub, common)
     drill_cmd.add_commands(sub, common)
+    roles_cmd.add_command(sub, common)
     return parser
 
 

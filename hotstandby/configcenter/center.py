@@ -79,6 +79,11 @@ def _segments(kv: KeyValue, prefix: str, count: int) -> list[str]:
 class ConfigCenter:
     """Reads, validates and writes hotstandby documents in a :class:`KVStore`."""
 
+    def actor(self, claimed: str | None = None) -> str:
+        """Who makes a change, for a route's ``by``: the etcd user the store authenticated as
+        (what the caller claims does not count then), else ``claimed`` or ``user@host``."""
+        return self.store.identity or claimed or default_actor()
+
     def __init__(self, store: KVStore, namespace: str = "/hotstandby") -> None:
         self.store = store
         self.keys = Keys(namespace)
@@ -264,7 +269,7 @@ class ConfigCenter:
             clusters=tuple(clusters),
             epoch=floor.epoch + 1 if floor else 1,
             reason=reason,
-            by=default_actor(),
+            by=self.actor(),
             at=utc_now_iso(),
         )
         # Round-trip through the parser so a created route passes the same checks as a read one.
@@ -326,7 +331,7 @@ class ConfigCenter:
             raise SwitchError(f"route {name!r} is already active on {to!r} (epoch {current.epoch})")
         if before_write is not None:
             before_write(clusters[to])
-        new = current.flipped(to, reason=reason, by=by or default_actor(), after=floor.epoch if floor else 0)
+        new = current.flipped(to, reason=reason, by=self.actor(by), after=floor.epoch if floor else 0)
         if not self._write_route(new, {kv.key: kv.mod_revision, self.keys.epoch_floor(name): floor_revision}):
             raise ConcurrentUpdateError(f"route {name!r} changed while switching; read it again and retry")
         log.info("route.switched", route=name, previous=current.active, active=to, epoch=new.epoch, reason=reason)

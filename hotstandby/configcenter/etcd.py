@@ -153,6 +153,7 @@ class EtcdStore(KVStore):
         self.endpoints = tuple(endpoints)
         self._timeout = timeout
         self._security = security
+        self.identity = security.user
         self._lock = threading.Lock()
         self._client: Any = None  # made on first use: authenticating is a call to etcd
 

@@ -59,6 +59,8 @@ class KVStore(abc.ABC):
 
     #: Errors after which the same call may succeed later.
     recoverable_errors: ClassVar[tuple[type[BaseException], ...]] = (ConfigCenterUnavailable,)
+    #: The user the store authenticated as (None: no authentication).
+    identity: str | None = None
 
     @abc.abstractmethod
     def get(self, key: str) -> KeyValue | None:

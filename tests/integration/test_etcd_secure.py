@@ -3,15 +3,18 @@ who may connect, and a client that outlives its auth token."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import grpc
 import pyetcd
 import pytest
 
+from hotstandby.cli import main
 from hotstandby.configcenter import ConfigCenter
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.configcenter.etcd import EtcdStore
 from hotstandby.configcenter.etcd_auth import EtcdAuthAdmin
 from hotstandby.configcenter.polling import wait_until
@@ -123,3 +126,42 @@ def test_a_client_idle_longer_than_its_token_lives_goes_on(secure_etcd: SecureEt
             witness.close()
         got = center.store.get("/t/b")  # our token lapsed as well: renewed
         assert got is not None and got.value == b"1"
+
+
+def test_roles_let_an_application_read_and_keep_its_books_but_not_flip_or_define(
+    secure_etcd: SecureEtcd, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    namespace = "/hs-roles"
+    monkeypatch.setenv("HOTSTANDBY_ETCD_PASSWORD", PASSWORD)
+    code = main(["setup-roles", "--etcd", secure_etcd.url, "--etcd-ca", str(secure_etcd.ca), "--etcd-user", "root",
+                 "--namespace", namespace, "--json"])  # fmt: skip
+    assert code == 0
+    roles = {r["role"] for r in json.loads(capsys.readouterr().out)["roles"]}
+    assert roles == {f"hotstandby-{r}@{namespace}" for r in ("app", "replicator", "sre", "admin")}
+    monkeypatch.delenv("HOTSTANDBY_ETCD_PASSWORD")
+    root = replace(settings(secure_etcd, etcd_user="root", etcd_password=PASSWORD), namespace=namespace)
+    with ConfigCenter.open(root) as center:
+        assert isinstance(center.store, EtcdStore)
+        admin = EtcdAuthAdmin(center.store)
+        for user in ("app", "sre"):
+            admin.add_user(user, f"{user}-pw")
+            admin.grant_role(user, f"hotstandby-{user}@{namespace}")
+        for name in ("kafka-a", "kafka-b"):
+            center.put_cluster(ClusterSpec(name=name, kind="kafka", url="127.0.0.1:9"))
+        center.create_route("orders", ["kafka-a", "kafka-b"], "kafka-a")
+
+    def as_user(user: str) -> Settings:
+        return replace(settings(secure_etcd, etcd_user=user, etcd_password=f"{user}-pw"), namespace=namespace)
+
+    with ConfigCenter.open(as_user("app")) as app:
+        assert app.route("orders").active == "kafka-a"
+        app.store.put(app.keys.ledger("g", "orders", 0), b"{}")  # its own books
+        with pytest.raises(ConfigCenterError, match="permission denied"):
+            app.switch("orders", "kafka-b", reason="an application must not")
+        with pytest.raises(ConfigCenterError, match="permission denied"):
+            app.put_cluster(ClusterSpec(name="evil", kind="kafka", url="127.0.0.1:9"))
+    with ConfigCenter.open(as_user("sre")) as sre:
+        flipped = sre.switch("orders", "kafka-b", reason="planned", by="somebody-else")
+        assert (flipped.active, flipped.by) == ("kafka-b", "sre"), "by: the authenticated etcd user"
+        with pytest.raises(ConfigCenterError, match="permission denied"):
+            sre.put_cluster(ClusterSpec(name="evil", kind="kafka", url="127.0.0.1:9"))
