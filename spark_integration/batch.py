@@ -10,6 +10,7 @@ whatever was replicated or re-sent after a switch.
 from __future__ import annotations
 
 from hotstandby.configcenter import ConfigCenter
+from hotstandby.errors import ConfigError
 from hotstandby.spark_integration.cluster_plan import ReadsPartition
 from hotstandby.spark_integration.options import SourceOptions
 from hotstandby.spark_integration.systems import system
@@ -21,6 +22,10 @@ def plan_batch(options: SourceOptions) -> list[ReadsPartition]:
     """The tasks of a batch read, planned on the route's active cluster."""
     with ConfigCenter.open(options.settings) as center:
         route = center.route(options.route)
+        if options.allowed_clusters and route.active not in options.allowed_clusters:
+            raise ConfigError(
+                f"route {options.route!r} is on {route.active!r}, which is not in hotstandby.clusters.allowed"
+            )
         spec = center.cluster(route.active)
         links = center.links()
         registered = center.registered_topics(spec.name) if options.pattern is not None else []

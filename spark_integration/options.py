@@ -17,6 +17,8 @@ option                              default   meaning
 ``hotstandby.drain.timeout.ms``     10000     a planned switch: time to finish the old cluster
 ``hotstandby.timestamp.skew.ms``    5000      margin of the timestamp-seek fallback
 ``hotstandby.dedupe``               true      batch reads: one row per ``hs_id``
+``hotstandby.clusters.allowed``     any       the clusters the query may read (comma-separated)
+``hotstandby.etcd.ca`` ...          env/none  etcd's TLS and credentials (hotstandby.etcd_security)
 ``subscribe``                       one of    comma-separated logical topics
 ``subscribePattern``                these     a regular expression over logical topic names
 ``assign``                          three     JSON ``{"topic": [0, 1]}``
@@ -49,6 +51,7 @@ from typing import Any
 from hotstandby.adapter import cluster_keys
 from hotstandby.errors import ConfigError, ValidationError
 from hotstandby.etcd_security import ETCD_SECURITY_KEYS, etcd_security_args
+from hotstandby.failover.client_options import parse_allowed
 from hotstandby.settings import Settings
 from hotstandby.spark_integration.offsets import read_positions
 
@@ -69,6 +72,7 @@ _KNOWN_HS = frozenset(
         "drain.timeout.ms",
         "timestamp.skew.ms",
         "dedupe",
+        "clusters.allowed",
         *ETCD_SECURITY_KEYS,
     )
 )
@@ -215,6 +219,7 @@ class SourceOptions:
     client: Mapping[str, str] = field(default_factory=dict)
     pulsar_client: Mapping[str, Any] = field(default_factory=dict)
     pulsar_reader: Mapping[str, Any] = field(default_factory=dict)
+    allowed_clusters: frozenset[str] = frozenset()  # hotstandby.clusters.allowed; empty: any
 
     def wants(self, logical: str) -> bool:
         """Whether the subscription covers logical topic ``logical``."""
@@ -310,6 +315,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         client={k[len("kafka.") :]: v for k, v in raw.items() if k.startswith("kafka.")},
         pulsar_client={k[len("pulsar.client.") :]: _value(v) for k, v in raw.items() if k.startswith("pulsar.client.")},
         pulsar_reader={k[len("pulsar.reader.") :]: _value(v) for k, v in raw.items() if k.startswith("pulsar.reader.")},
+        allowed_clusters=parse_allowed(raw.get(_HS + "clusters.allowed")),
     )
     if streaming:
         result.require_group()

@@ -73,8 +73,11 @@ class RouteMoved:
     """``moved()`` for a streaming task: has the route moved to another cluster since the batch
     was planned (asked at most every :data:`STALL_S`)?"""
 
-    def __init__(self, center: ConfigCenter, route: str, cluster: str, epoch: int) -> None:
+    def __init__(
+        self, center: ConfigCenter, route: str, cluster: str, epoch: int, allowed: frozenset[str] = frozenset()
+    ) -> None:
         self._center, self._route, self._cluster, self._epoch = center, route, cluster, epoch
+        self._allowed = allowed  # hotstandby.clusters.allowed: never moved to a cluster outside it
         self._asked = 0.0
 
     def __call__(self) -> bool:
@@ -86,6 +89,10 @@ class RouteMoved:
             route = self._center.route(self._route)
         except HotStandbyError as exc:
             log.info("spark.route_unknown", route=self._route, error=str(exc))
+            return False
+        if self._allowed and route.active not in self._allowed:
+            log.error("route.rejected", route=self._route, to=route.active, epoch=route.epoch,
+                      reason="not in hotstandby.clusters.allowed")  # fmt: skip
             return False
         return route.epoch > self._epoch and route.active != self._cluster
 

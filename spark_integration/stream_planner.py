@@ -73,7 +73,8 @@ class StreamPlanner:
         group = options.require_group()
         client = ClientOptions(route=options.route, settings=options.settings, client_id=f"spark-{group}",
                                drain_timeout_ms=options.drain_timeout_ms,
-                               timestamp_skew_ms=options.timestamp_skew_ms)  # fmt: skip
+                               timestamp_skew_ms=options.timestamp_skew_ms,
+                               allowed_clusters=options.allowed_clusters)  # fmt: skip
         self._follower = RouteFollower(client, kind, role="spark", labels={"group": group})
         center = self._follower.center
         self._context = PlanContext(clusters=lambda: self._follower.route.clusters, links=center.links,

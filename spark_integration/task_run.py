@@ -81,7 +81,8 @@ def run_task(
         plan = patiently(lambda: replans.get(batch, place.part), wait)
         if plan is None:
             try:
-                yield from planned(reader, RouteMoved(center, opts.route, place.spec.name, place.epoch))
+                moved = RouteMoved(center, opts.route, place.spec.name, place.epoch, opts.allowed_clusters)
+                yield from planned(reader, moved)
             except ClusterGone:
                 plan = patiently(lambda: replan(center, replans), wait)
         if plan is not None:

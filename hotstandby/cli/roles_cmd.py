@@ -7,10 +7,8 @@ import argparse
 from hotstandby.cli.config_cmds import cli_settings
 from hotstandby.cli.output import emit, table
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.configcenter.etcd import EtcdStore
-from hotstandby.configcenter.etcd_auth import READ, EtcdAuthAdmin
-from hotstandby.configcenter.roles import ROLES, setup_roles
-from hotstandby.errors import ConfigError
+from hotstandby.configcenter.etcd_auth import READ
+from hotstandby.configcenter.roles import ROLES, setup_center_roles
 
 __all__ = ["add_command"]
 
@@ -18,9 +16,7 @@ __all__ = ["add_command"]
 def setup_roles_cmd(args: argparse.Namespace) -> int:
     settings = cli_settings(args)
     with ConfigCenter.open(settings) as center:
-        if not isinstance(center.store, EtcdStore):  # pragma: no cover - open() makes one
-            raise ConfigError("setup-roles needs etcd")
-        names = setup_roles(EtcdAuthAdmin(center.store), settings.namespace)
+        names = setup_center_roles(center)
     rows = []
     for grants, name in zip(ROLES.values(), names, strict=True):
         for prefix, permission in grants:

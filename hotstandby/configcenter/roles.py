@@ -16,11 +16,13 @@ one etcd can hold several. Users are etcd's own (``etcdctl user add``, ``user gr
 
 from __future__ import annotations
 
+from hotstandby.configcenter.center import ConfigCenter
+from hotstandby.configcenter.etcd import EtcdStore
 from hotstandby.configcenter.etcd_auth import READ, READWRITE, EtcdAuthAdmin
-from hotstandby.errors import ConfigCenterError
+from hotstandby.errors import ConfigCenterError, ConfigError
 from hotstandby.settings import DEFAULT_NAMESPACE
 
-__all__ = ["ROLES", "role_name", "setup_roles"]
+__all__ = ["ROLES", "role_name", "setup_center_roles", "setup_roles"]
 
 # Clients read the namespace whole (a snapshot, a watch of it), and write their own bookkeeping.
 _APP = (("", READ), *((p, READWRITE) for p in ("ledgers/", "clients/", "locks/", "staged/", "replans/")))
@@ -55,3 +57,10 @@ def setup_roles(admin: EtcdAuthAdmin, namespace: str) -> list[str]:
             admin.grant_prefix(name, f"{namespace}/{prefix}", permission)
         names.append(name)
     return names
+
+
+def setup_center_roles(center: ConfigCenter) -> list[str]:
+    """:func:`setup_roles` for ``center``'s namespace, on its etcd."""
+    if not isinstance(center.store, EtcdStore):
+        raise ConfigError("roles are etcd's: the config center is not on etcd")
+    return setup_roles(EtcdAuthAdmin(center.store), center.keys.namespace)

@@ -63,6 +63,19 @@ def _timeout_s(config: Mapping[str, Any], key: str) -> float | None:
     return millis / 1000
 
 
+def parse_allowed(value: object) -> frozenset[str]:
+    """``hotstandby.clusters.allowed``: cluster names, comma-separated (or a list)."""
+    if value is None:
+        return frozenset()
+    names = value.split(",") if isinstance(value, str) else list(value) if isinstance(value, list | tuple) else None
+    if names is None or not all(isinstance(n, str) for n in names):
+        raise ValidationError(PREFIX + "clusters.allowed", f"expected cluster names, got {value!r}")
+    allowed = frozenset(n.strip() for n in names if n.strip())
+    if not allowed:
+        raise ValidationError(PREFIX + "clusters.allowed", "names no cluster")
+    return allowed
+
+
 @dataclass(frozen=True, kw_only=True)
 class ClientOptions:
     route: str
@@ -73,6 +86,11 @@ class ClientOptions:
     drain_timeout_ms: int = 10_000
     partitioner: str = ""  # empty: the system's usual one (see hotstandby.partitioner)
     timestamp_skew_ms: int = 5_000
+    #: The clusters this client may be moved to; empty: any the route names.
+    allowed_clusters: frozenset[str] = frozenset()
+
+    def allows(self, cluster: str) -> bool:
+        return not self.allowed_clusters or cluster in self.allowed_clusters
 
     @classmethod
     def split(cls, config: Mapping[str, Any], *, role: str) -> tuple[ClientOptions, dict[str, Any]]:
@@ -87,7 +105,7 @@ class ClientOptions:
             raise ValidationError(PREFIX + "route", "required: the route this client follows")
         known = {f"{PREFIX}{k}" for k in ("route", "etcd", "etcd.timeout.ms", "namespace", "client.id", "replay.window.ms",
                                           "replay.window.bytes", "drain.timeout.ms", "partitioner",
-                                          "timestamp.skew.ms", *ETCD_SECURITY_KEYS)}  # fmt: skip
+                                          "timestamp.skew.ms", "clusters.allowed", *ETCD_SECURITY_KEYS)}  # fmt: skip
         unknown = sorted(k for k in config if k.startswith(PREFIX) and k not in known)
         if unknown:
             raise ValidationError(unknown[0], f"unknown setting; known: {', '.join(sorted(known))}")
@@ -105,6 +123,7 @@ class ClientOptions:
             drain_timeout_ms=_int(config, PREFIX + "drain.timeout.ms", 10_000),
             partitioner=str(config.get(PREFIX + "partitioner", "")),
             timestamp_skew_ms=_int(config, PREFIX + "timestamp.skew.ms", 5_000),
+            allowed_clusters=parse_allowed(config.get(PREFIX + "clusters.allowed")),
         )
         passthrough = {k: v for k, v in config.items() if not k.startswith(PREFIX)}
         return options, passthrough

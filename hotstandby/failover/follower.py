@@ -64,6 +64,9 @@ class RouteFollower:
         self.center = self._shared.center
         try:
             self.initial_route: Route = self.patiently(lambda: self.center.route(options.route), "reading the route")
+            if not options.allows(self.initial_route.active):
+                raise ConfigError(f"route {options.route!r} is on {self.initial_route.active!r}, which is not in "
+                                  f"hotstandby.clusters.allowed ({', '.join(sorted(options.allowed_clusters))})")  # fmt: skip
             self.initial_cluster: ClusterSpec = self.patiently(
                 lambda: self.cluster(self.initial_route.active), "reading the cluster"
             )
@@ -71,6 +74,7 @@ class RouteFollower:
             self._shared.close()
             raise
         self._watcher: RouteWatcher | None = None
+        self._rejected = 0  # the newest epoch refused by the allow-list
         self.switcher: Switcher | None = None
         self.presence: Presence | None = None
 
@@ -163,7 +167,7 @@ class RouteFollower:
         # A flip between our first read and the watch start is in the watcher's first read.
         current = self._watcher.current(self.options.route)
         if current is not None:
-            self.switcher.offer(RouteChange(current, None, self._watcher.revision))
+            self._on_change(RouteChange(current, None, self._watcher.revision))
         log.info("client.started", client=self.options.client_id, route=self.options.route,
                  cluster=self.initial_route.active, epoch=self.initial_route.epoch)  # fmt: skip
 
@@ -181,8 +185,17 @@ class RouteFollower:
         )
 
     def _on_change(self, change: RouteChange) -> None:
-        if change.route.name == self.options.route and self.switcher is not None:
-            self.switcher.offer(change)
+        route = change.route
+        if route.name != self.options.route or self.switcher is None:
+            return
+        if not self.options.allows(route.active):
+            if route.epoch > self._rejected:  # once per epoch
+                self._rejected = route.epoch
+                log.error("route.rejected", client=self.options.client_id, route=route.name, to=route.active,
+                          epoch=route.epoch, reason="not in hotstandby.clusters.allowed",
+                          allowed=sorted(self.options.allowed_clusters))  # fmt: skip
+            return
+        self.switcher.offer(change)
 
     @property
     def route(self) -> Route:

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import pytest
 
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.configcenter.documents import ClusterSpec, Route
-from hotstandby.errors import ConfigCenterUnavailable
+from hotstandby.errors import ConfigCenterUnavailable, ConfigError, ValidationError
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteFollower
 from hotstandby.failover.switching import SwitchState
 from hotstandby.settings import Settings
-from tests.support import ManualClock, wait_for
+from tests.support import ManualClock, capture_logs, wait_for
 
 NS = "/share"
 ROUTE = "orders"
@@ -142,3 +143,36 @@ def test_reading_the_route_retries_while_etcd_is_down_on_the_clock_passed_in() -
         RouteFollower(_options("me"), "kafka", center=center, clock=clock)
     assert clock.now - 100.0 >= Settings().etcd_timeout
     assert len(clock.sleeps) > 3
+
+
+def test_a_route_moved_outside_the_allow_list_is_rejected_and_a_later_valid_flip_applies() -> None:
+    center = ConfigCenter(MemoryStore(), NS)
+    _seed(center)
+    center.put_cluster(ClusterSpec(name="evil", kind="kafka", url="127.0.0.1:11"))
+    center.delete_route(ROUTE)
+    center.create_route(ROUTE, ["a", "b", "evil"], "a")
+    options = replace(_options("careful"), allowed_clusters=frozenset({"a", "b"}))
+    follower = _no_probe(RouteFollower(options, "kafka", center=center))
+    seen = _Recorder()
+    try:
+        with capture_logs() as logs:
+            follower.start(seen)
+            center.switch(ROUTE, "evil", reason="an etcd writer")
+            wait_for(lambda: any(e["event"] == "route.rejected" for e in logs), 5, "the rejection")
+            center.switch(ROUTE, "b", reason="the SRE")
+            wait_for(lambda: bool(seen.targets), 5, "the valid flip")
+        assert [t.active for t in seen.targets] == ["b"], "never moved to evil"
+        rejected = [e for e in logs if e["event"] == "route.rejected"]
+        assert len(rejected) == 1 and rejected[0]["to"] == "evil" and rejected[0]["log_level"] == "error"
+    finally:
+        follower.close()
+    center.switch(ROUTE, "evil", reason="an etcd writer")
+    with pytest.raises(ConfigError, match=r"not in hotstandby\.clusters\.allowed"):
+        RouteFollower(options, "kafka", center=center)
+
+
+def test_the_allow_list_comes_from_the_client_configuration() -> None:
+    options, _ = ClientOptions.split({"hotstandby.route": ROUTE, "hotstandby.clusters.allowed": " a, b "}, role="p")
+    assert options.allowed_clusters == {"a", "b"} and options.allows("a") and not options.allows("evil")
+    with pytest.raises(ValidationError):
+        ClientOptions.split({"hotstandby.route": ROUTE, "hotstandby.clusters.allowed": " , "}, role="p")
