@@ -24,12 +24,15 @@ from typing import Any
 
 import structlog
 
+from hotstandby.secret_refs import REDACTED, has_userinfo, redact_value
+
 __all__ = ["REDACTED", "Event", "Seldom", "configure", "get_logger", "redact_secrets", "reset"]
 
-REDACTED = "***"
 
-# Substrings of field names (or of client-config keys) whose values are never logged.
-_SECRET_MARKERS = ("password", "secret", "token", "credential", "sasl.jaas", "private.key", "auth_params")
+# Substrings of field names (or of client-config keys) whose values are never logged. Not all
+# of hotstandby.secret_refs' parts: a field ``key`` (an etcd key, a record's key) is no secret.
+_SECRET_MARKERS = ("password", "secret", "token", "credential", "sasl.jaas", "private.key", "private_key",
+                   "auth_params", "oauthbearer", "api_key", "apikey", ".pem", "key.pem")  # fmt: skip
 
 ROOT = "hotstandby"
 logging.getLogger(ROOT).addHandler(logging.NullHandler())
@@ -45,6 +48,8 @@ def _redact(value: Any) -> Any:
         return {k: REDACTED if isinstance(k, str) and _is_secret(k) else _redact(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_redact(v) for v in value)
+    if isinstance(value, str) and has_userinfo(value):
+        return redact_value("url", value)  # a URL's user:password@
     return value
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -14,6 +15,7 @@ from hotstandby.errors import ClusterNotAnswering, HotStandbyError, UnknownRoute
 from hotstandby.failover.presence import read_clients
 from hotstandby.failover.probe import ProbeResult, probe_cluster
 from hotstandby.registry import kinds
+from hotstandby.secret_refs import literal_secrets, redact_value
 from hotstandby.settings import Settings
 
 __all__ = ["add_commands"]
@@ -54,14 +56,19 @@ def _route_dict(route: Any) -> dict[str, Any]:
     }
 
 
+def _shown(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Client settings as output shows them: literal secrets as ``***`` (references as they are)."""
+    return {k: redact_value(k, v) for k, v in settings.items()}
+
+
 def clusters_list(args: argparse.Namespace) -> int:
     with _center(args) as center:
         snap = center.snapshot()
-    rows = [(c.name, c.kind, c.url) for c in snap.clusters.values()]
+    rows = [(c.name, c.kind, redact_value("url", c.url)) for c in snap.clusters.values()]
     data: dict[str, Any] = {
         "clusters": [
-            {"name": c.name, "kind": c.kind, "url": c.url, "client": dict(c.client),
-             "producer": dict(c.producer), "consumer": dict(c.consumer)}
+            {"name": c.name, "kind": c.kind, "url": redact_value("url", c.url), "client": _shown(c.client),
+             "producer": _shown(c.producer), "consumer": _shown(c.consumer)}
             for c in snap.clusters.values()
         ],
         "invalid": _invalid(snap, center.keys.clusters),
@@ -82,11 +89,15 @@ def clusters_add(args: argparse.Namespace) -> int:
     spec = ClusterSpec(name=args.name, kind=args.kind, url=args.url, client=settings)
     spec = ClusterSpec.from_json(args.name, spec.to_json())
     with _center(args) as center:
-        center.put_cluster(spec, replace=args.replace)
+        center.put_cluster(spec, replace=args.replace, allow_literal=args.allow_literal)
+    literal = literal_secrets({"url": spec.url, **spec.client})
+    if literal:
+        print(f"warning: {', '.join(literal)} stored literally in etcd, readable by everyone who can read it; "
+              "prefer ${env:NAME} or ${file:PATH}", file=sys.stderr)  # fmt: skip
     emit(
         args.json,
-        {"name": spec.name, "kind": spec.kind, "url": spec.url},
-        f"cluster {spec.name} stored ({spec.kind}, {spec.url})",
+        {"name": spec.name, "kind": spec.kind, "url": redact_value("url", spec.url)},
+        f"cluster {spec.name} stored ({spec.kind}, {redact_value('url', spec.url)})",
     )
     return 0
 
@@ -274,6 +285,8 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     p.add_argument("--url", required=True, help="bootstrap.servers (kafka) or service_url (pulsar)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="extra client setting (repeatable)")
     p.add_argument("--replace", action="store_true", help="overwrite an existing definition")
+    p.add_argument("--allow-literal", action="store_true",
+                   help="store a secret-bearing setting that is not a ${env:NAME}/${file:PATH} reference (warned)")  # fmt: skip
     p.set_defaults(func=clusters_add)
 
     routes = sub.add_parser("routes", help="list or create routes")

@@ -31,6 +31,7 @@ from hotstandby.errors import (
     ValidationError,
 )
 from hotstandby.logs import get_logger
+from hotstandby.secret_refs import literal_secrets, redact_value
 from hotstandby.settings import Settings
 
 if TYPE_CHECKING:
@@ -242,14 +243,22 @@ class ConfigCenter:
 
     # -- writing -------------------------------------------------------------------------
 
-    def put_cluster(self, spec: ClusterSpec, *, replace: bool = False) -> None:
-        """Store a cluster definition; refuses to overwrite one unless ``replace``."""
+    def put_cluster(self, spec: ClusterSpec, *, replace: bool = False, allow_literal: bool = False) -> None:
+        """Store a cluster definition; refuses to overwrite one unless ``replace``, and refuses
+        secrets written literally (not ``${env:NAME}``/``${file:PATH}``) unless ``allow_literal``
+        (then logs ``cluster.literal_secret``, naming the settings only)."""
         key = self.keys.cluster(spec.name)
+        literal = literal_secrets({"url": spec.url, **spec.client, **spec.producer, **spec.consumer})
+        if literal and not allow_literal:
+            raise ValidationError(key, f"{', '.join(literal)}: a secret must be a reference, ${{env:NAME}} or "
+                                       "${file:PATH}, resolved by each client (allow_literal to store it anyway)")  # fmt: skip
+        if literal:
+            log.warning("cluster.literal_secret", cluster=spec.name, settings=literal)
         if replace:
             self.store.put(key, spec.to_json().encode())
         elif not self.store.put_if_revision(key, spec.to_json().encode(), 0):
             raise ConfigError(f"{key}: cluster {spec.name!r} already exists")
-        log.info("cluster.stored", cluster=spec.name, kind=spec.kind, url=spec.url)
+        log.info("cluster.stored", cluster=spec.name, kind=spec.kind, url=redact_value("url", spec.url))
 
     def put_link(self, link: Link) -> None:
         check_link(link, self.clusters())

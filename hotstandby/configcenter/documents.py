@@ -11,17 +11,16 @@ that holds a cluster's URL, its form, TLS) comes from the system's adapter
 from __future__ import annotations
 
 import json
-import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from hotstandby.adapter import load_adapter
 from hotstandby.configcenter.doc_parsing import load_object, read_text, validate_name
 from hotstandby.configcenter.route_document import Route, check_floor, check_route_update, utc_now_iso
 from hotstandby.errors import UnknownClusterError, ValidationError
 from hotstandby.registry import kinds
+from hotstandby.secret_refs import resolve_refs
 
 __all__ = [
     "ClusterSpec",
@@ -37,7 +36,6 @@ __all__ = [
     "validate_name",
 ]
 
-_SECRET_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 Scalar = str | int | float | bool
 
 
@@ -51,18 +49,9 @@ def _client_map(key: str, doc: Mapping[str, Any], section: str) -> dict[str, Sca
 
 
 def resolve_secret_refs(config: Mapping[str, Scalar], environ: Mapping[str, str] | None = None) -> dict[str, Scalar]:
-    """Replace ``${env:NAME}`` references by the variable's value; a missing one is an error."""
-    env = os.environ if environ is None else environ
-    out: dict[str, Scalar] = {}
-    for k, v in config.items():
-        if isinstance(v, str):
-            missing = [m for m in _SECRET_REF.findall(v) if m not in env]
-            if missing:
-                raise ValidationError(k, f"environment variable {missing[0]} is not set")
-            out[k] = _SECRET_REF.sub(lambda m: env[m.group(1)], v)
-        else:
-            out[k] = v
-    return out
+    """Replace ``${env:NAME}`` and ``${file:PATH}`` references by what they name; a missing one
+    is an error (:mod:`hotstandby.secret_refs`)."""
+    return cast(dict[str, Scalar], resolve_refs(config, environ))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,6 +24,29 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
+def test_a_literal_secret_is_refused_and_never_shown(
+    refcluster: RefCluster, namespace: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = "KNOWN-cli-secret-4711"
+    where = etcd_args(refcluster, namespace)
+    add = ("clusters", "add", "--kind", "kafka", "--url", "127.0.0.1:1")
+    code, out, err = run(capsys, *add, "lit", "--set", f"sasl.password={secret}", *where)
+    assert code == 1 and "sasl.password" in err and "${env:NAME}" in err
+    outputs = [out, err]
+    code, out, err = run(capsys, *add, "ref", "--set", "sasl.password=${env:KAFKA_PW}", *where)
+    assert code == 0 and "warning" not in err
+    code, out, err = run(capsys, *add, "forced", "--set", f"ssl.key.password={secret}", "--allow-literal", *where)
+    assert code == 0 and "warning: ssl.key.password stored literally" in err
+    outputs += [out, err]
+    for command in (("clusters", "list", "--json"), ("clusters", "list"), ("status", "--json")):
+        code, out, err = run(capsys, *command, *where)
+        outputs += [out, err]
+    listed = {c["name"]: c for c in json.loads(outputs[-6])["clusters"]}
+    assert listed["ref"]["client"] == {"sasl.password": "${env:KAFKA_PW}"}, "a reference is shown as it is"
+    assert listed["forced"]["client"] == {"ssl.key.password": "***"}
+    assert not [o for o in outputs if secret in o], "the secret appeared in the output"
+
+
 def test_clusters_and_routes_can_be_defined_and_listed(
     refcluster: RefCluster, namespace: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
