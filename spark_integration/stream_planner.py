@@ -10,8 +10,8 @@ takes part in the one switch protocol:
   ``hotstandby.drain.timeout.ms``). The next batch goes there at once, whatever
   ``maxOffsetsPerTrigger`` says: a query far behind would otherwise leave most of its backlog
   on the old cluster when the timeout ends the drain, and what the new cluster does not hold
-  (a remote copy whose origin came back empty) would never be read. Spark runs a batch's predecessor and commits it before
-  the batch, so nothing more is needed of the old cluster.
+  (a remote copy whose origin came back empty) would never be read. Spark runs a batch's
+  predecessor and commits it before the batch, so nothing more is needed of the old cluster.
 * the switch gate holds ``latestOffset`` from ``store`` to ``move``.
 * ``store`` — nothing: every committed batch's identities are in the ledger already.
 * ``connect`` — the topics on the new cluster and a start per partition from the core's
@@ -123,8 +123,7 @@ class StreamPlanner:
                     end = arrival.plan.crossing(start, arrival, limit)
                 elif (start.cluster, start.epoch) == (cluster.spec.name, self._epoch):
                     self._arrival = None
-                    draining = self._drain_to is not None
-                    end = cluster.next(start, self._drain_to, None if draining else limit)
+                    end = cluster.next(start, self._drain_to, None if self._drain_to is not None else limit)
                 else:  # not where this planner stands, and no switch brings it here
                     self._seldom.warning("spark.offset_elsewhere", cluster=start.cluster, epoch=start.epoch,
                                          planner_cluster=cluster.spec.name, planner_epoch=self._epoch)  # fmt: skip

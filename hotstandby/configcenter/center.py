@@ -80,14 +80,14 @@ def _segments(kv: KeyValue, prefix: str, count: int) -> list[str]:
 class ConfigCenter:
     """Reads, validates and writes hotstandby documents in a :class:`KVStore`."""
 
+    def __init__(self, store: KVStore, namespace: str = "/hotstandby") -> None:
+        self.store = store
+        self.keys = Keys(namespace)
+
     def actor(self, claimed: str | None = None) -> str:
         """Who makes a change, for a route's ``by``: the etcd user the store authenticated as
         (what the caller claims does not count then), else ``claimed`` or ``user@host``."""
         return self.store.identity or claimed or default_actor()
-
-    def __init__(self, store: KVStore, namespace: str = "/hotstandby") -> None:
-        self.store = store
-        self.keys = Keys(namespace)
 
     @classmethod
     def open(cls, settings: Settings | None = None) -> ConfigCenter:

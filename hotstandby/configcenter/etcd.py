@@ -174,13 +174,13 @@ class EtcdStore(KVStore):
         return pyetcd.MultiEndpointEtcd3Client(endpoints=eps, timeout=self._timeout, failover=True,
                                                user=self._security.user, password=self._security.password)  # fmt: skip
 
-    def call(self, call: Callable[[Any], T]) -> T:
-        """``call(client)`` on the pyetcd client, errors mapped; again with a new auth token if
+    def call(self, fn: Callable[[Any], T]) -> T:
+        """``fn(client)`` on the pyetcd client, errors mapped; again with a new auth token if
         etcd dropped ours."""
         with _mapped():
             client = self._current()
             try:
-                return call(client)
+                return fn(client)
             except grpc.RpcError as exc:
                 if not _token_expired(exc) or self._security.user is None:
                     raise
@@ -190,7 +190,7 @@ class EtcdStore(KVStore):
                     with contextlib.suppress(Exception):
                         client.close()
                 client = self._client
-            return call(client)
+            return fn(client)
 
     def get(self, key: str) -> KeyValue | None:
         value, meta = self.call(lambda c: c.get(key))
