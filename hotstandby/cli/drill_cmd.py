@@ -5,8 +5,10 @@ there and stops it afterwards. Without ``--system`` it drills Kafka, then Pulsar
 Spark part (at most :data:`DEFAULT_SPARK_MESSAGES` records; skipped, with a note, where pyspark
 is not installed). ``--route`` picks the route the Spark drill reads (``orders``, Kafka, by
 default; ``payments``, Pulsar) and is refused, exit status 2, without ``--system spark``: the
-Kafka and Pulsar drills have their own routes. Exit status 0 when nothing was lost or
-duplicated, 1 otherwise, 2 bad usage.
+Kafka and Pulsar drills have their own routes. ``--secure`` drills on a reference cluster
+whose etcd has TLS and authentication (``refcluster up --secure``): the clients connect as the
+``app`` user, the flips are made as ``sre``, the replicators run as ``replicator``. Exit status
+0 when nothing was lost or duplicated, 1 otherwise, 2 bad usage.
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=900.0, help="give up after this many seconds (default 900)")
     p.add_argument("--dir", help="reference cluster directory (default ~/.hotstandby/refcluster)")
     p.add_argument("--keep", action="store_true", help="leave a reference cluster the drill started running")
+    p.add_argument("--secure", action="store_true",
+                   help="on a reference cluster whose etcd has TLS and authentication (started so if it is not "
+                        "running): clients connect as the app user, flips are made as the sre user")  # fmt: skip
     p.set_defaults(func=drill)
 
 
@@ -68,9 +73,13 @@ def drill(args: argparse.Namespace) -> int:
         print(f"hotstandby: error: --route applies to --system {' or '.join(ROUTES)} only: the kafka and pulsar "
               "drills have their own routes (orders, payments)", file=sys.stderr)  # fmt: skip
         return 2
-    rc = RefCluster(args.dir)
+    rc = RefCluster(args.dir, secure=args.secure)
     quiet = args.json
     started_here = False
+    if args.secure and rc.is_up() and not rc.secure:
+        print(f"hotstandby: error: the reference cluster in {rc.dir} is up without --secure; "
+              "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
+        return 2
     if not rc.is_up():
         if not quiet:
             print(f"starting the reference cluster in {rc.dir} ...", file=sys.stderr)

@@ -12,7 +12,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterError
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.refcluster import BROKERS, COMPONENTS, Ports, RefCluster
-from hotstandby.refcluster.system import HOST
+from hotstandby.refcluster.etcd_access import ROLE_USERS, ROOT
 from hotstandby.refcluster.systems import SYSTEMS
 
 __all__ = ["add_commands"]
@@ -25,7 +25,20 @@ def _cluster(args: argparse.Namespace) -> RefCluster:
         if not sep or not port.isdigit():
             raise SystemExit(f"--port expects NAME=PORT, got {item!r}")
         overrides[name] = int(port)
-    return RefCluster(args.dir, Ports().with_overrides(overrides), namespace=args.namespace or "/hotstandby")
+    return RefCluster(args.dir, Ports().with_overrides(overrides), namespace=args.namespace or "/hotstandby",
+                      secure=getattr(args, "secure", False))  # fmt: skip
+
+
+def _connection(rc: RefCluster) -> tuple[dict[str, Any], str]:
+    """How to reach the cluster's etcd: JSON fields and a line for people."""
+    access = rc.etcd_access()
+    if not access.secure:
+        return {"etcd": access.url}, f"etcd {access.url}"
+    users = {user: str(access.password_file(user)) for user in (ROOT, *ROLE_USERS)}
+    env = " ".join(f"{k}={v}" for k, v in {"HOTSTANDBY_ETCD": access.url, **access.environ("sre")}.items())
+    human = (f"etcd {access.url} (TLS and authentication; CA {access.ca}; users {', '.join(users)}, passwords "
+             f"in {access.password_file('USER')})\n  as an SRE: export {env}")  # fmt: skip
+    return {"etcd": access.url, "secure": True, "ca": str(access.ca), "password_files": users}, human
 
 
 def up(args: argparse.Namespace) -> int:
@@ -40,17 +53,17 @@ def up(args: argparse.Namespace) -> int:
         print(f"starting the reference cluster in {rc.dir}", file=sys.stderr)
     fresh = rc.up(progress=progress, timeout=args.timeout)
     elapsed = time.monotonic() - started
-    data = {
-        "already_up": not fresh,
-        "dir": str(rc.dir),
-        "etcd": f"{HOST}:{rc.ports.etcd}",
-        "seconds": round(elapsed, 2),
-    }
+    if not fresh and args.secure and not rc.secure:
+        print(f"hotstandby: the reference cluster in {rc.dir} is up without --secure; "
+              "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
+        return 1
+    connection, reach = _connection(rc)
+    data = {"already_up": not fresh, "dir": str(rc.dir), **connection, "seconds": round(elapsed, 2)}
     routes = " and ".join(f"{s.route} ({s.brokers[0]})" for s in SYSTEMS.values())
     human = (
-        f"reference cluster is already up in {rc.dir} (etcd {data['etcd']})"
+        f"reference cluster is already up in {rc.dir}: {reach}"
         if not fresh
-        else f"reference cluster up in {elapsed:.1f} s: etcd {data['etcd']}, routes {routes}"
+        else f"reference cluster up in {elapsed:.1f} s: routes {routes}\n{reach}"
     )
     emit(args.json, data, human)
     return 0
@@ -157,6 +170,8 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     )
     p = rsub.add_parser("up", parents=[common, local], help="start etcd and the four brokers, register routes")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for every process to answer")
+    p.add_argument("--secure", action="store_true",
+                   help="etcd with TLS and authentication: a generated CA, root and a user per role")  # fmt: skip
     p.set_defaults(func=up)
     p = rsub.add_parser("down", parents=[common, local], help="stop every process started by up")
     p.set_defaults(func=down)

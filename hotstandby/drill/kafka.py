@@ -56,7 +56,7 @@ class KafkaWorkload:
         self.topic = f"drill-{run}"
 
     def _config(self, ctx: DrillContext, name: str) -> dict[str, Any]:
-        return {"hotstandby.route": ROUTE, "hotstandby.etcd": ctx.etcd, "hotstandby.namespace": ctx.namespace,
+        return {**ctx.etcd_config, "hotstandby.route": ROUTE, "hotstandby.namespace": ctx.namespace,
                 "hotstandby.client.id": name}  # fmt: skip
 
     def prepare(self, rc: RefCluster, ctx: DrillContext) -> None:

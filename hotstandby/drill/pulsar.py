@@ -67,8 +67,8 @@ class PulsarWorkload:
         # Not pulsar-client's console logger: stdout holds the report (--json). Not a Python
         # logger either: it is called back for every message the C++ client logs.
         quiet = pulsar.FileLogger(pulsar.LoggerLevel.Error, "/dev/stderr")
-        return Client(ROUTE, etcd=ctx.etcd, namespace=ctx.namespace, client_id=name, operation_timeout_seconds=10,
-                      logger=quiet)  # fmt: skip
+        return Client(ROUTE, namespace=ctx.namespace, client_id=name, options=ctx.etcd_config,
+                      operation_timeout_seconds=10, logger=quiet)  # fmt: skip
 
     def prepare(self, rc: RefCluster, ctx: DrillContext) -> None:
         # The reference replicators copy the topics registered in the reference cluster's namespace.

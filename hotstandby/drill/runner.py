@@ -21,9 +21,11 @@ from hotstandby.configcenter import ConfigCenter, polling
 from hotstandby.drill.report import DrillReport, SwitchReport
 from hotstandby.drill.tally import SwitchMark, Tally
 from hotstandby.errors import HotStandbyError
+from hotstandby.etcd_security import etcd_security_args
 from hotstandby.failover.presence import list_clients
 from hotstandby.logs import get_logger
 from hotstandby.refcluster import RefCluster
+from hotstandby.settings import Settings
 
 __all__ = [
     "MAX_PACE",
@@ -96,7 +98,7 @@ class DrillContext:
     options: DrillOptions
     run: str  # this run's id (names the topic and the group)
     namespace: str  # the config center namespace of this run's routes and ledgers
-    etcd: str  # host:port of the reference etcd
+    etcd_config: dict[str, str]  # the clients' hotstandby.etcd* keys (endpoint; TLS and credentials)
     deadline: float
     tally: Tally = field(default_factory=Tally)
     stop: threading.Event = field(default_factory=threading.Event)
@@ -115,6 +117,16 @@ class DrillContext:
 
     def __post_init__(self) -> None:
         self.producing.set()
+
+    @property
+    def etcd(self) -> str:
+        """The reference etcd's endpoint."""
+        return self.etcd_config["hotstandby.etcd"]
+
+    def settings(self) -> Settings:
+        """The clients' settings for this run's namespace (the ``app`` user on a secure cluster)."""
+        return Settings.resolve(etcd=self.etcd, namespace=self.namespace, environ={},
+                                **etcd_security_args(self.etcd_config, "hotstandby."))  # fmt: skip
 
     def pace(self, began: float, seq: int, serve: Callable[[float], object] | None = None) -> None:
         """Wait until record ``seq`` is due (so that the flips fall mid-stream), and while a
@@ -202,7 +214,7 @@ def run_drill(
     started = time.monotonic()
     namespace = f"{rc.namespace.rstrip('/')}-drill/{workload.run}"
     rc.register(namespace)
-    ctx = DrillContext(options, workload.run, namespace, f"127.0.0.1:{rc.ports.etcd}", started + options.timeout_s)
+    ctx = DrillContext(options, workload.run, namespace, rc.client_config("app"), started + options.timeout_s)
     workload.prepare(rc, ctx)
     tally = ctx.tally
     threads = _Threads(ctx)
@@ -228,7 +240,7 @@ def run_drill(
         end = min(ctx.deadline, time.monotonic() + limit)
         return polling.wait_until(met_or_stopped, end - time.monotonic(), first=0.2, most=0.2) and condition()
 
-    center = ConfigCenter.open(replace(rc.settings(), namespace=namespace))
+    center = ConfigCenter.open(replace(rc.settings("sre"), namespace=namespace))  # who flips routes
     try:
         for i in range(options.consumers):
             threads.start(f"drill-consumer-{i}", functools.partial(workload.consume, ctx, i))

@@ -67,7 +67,6 @@ from hotstandby.failover.presence import list_clients
 from hotstandby.logs import get_logger
 from hotstandby.refcluster import RefCluster
 from hotstandby.refcluster.processes import spawn, tail
-from hotstandby.settings import Settings
 
 __all__ = ["DEFAULT_ROUTE", "SparkWorkload", "run", "source_options"]
 
@@ -196,7 +195,8 @@ class SparkWorkload:
         argv = [sys.executable, "-m", "hotstandby.drill.spark_job", "--etcd", ctx.etcd, "--namespace", ctx.namespace,
                 "--route", self.route, "--group", self.group,
                 "--checkpoint", str(work / "checkpoint"), "--sink", str(work / "sink")]  # fmt: skip
-        for key, value in source_options(self.feed_system, self.topic).items():
+        security = {k: v for k, v in ctx.etcd_config.items() if k != "hotstandby.etcd"}  # CA, user, password file
+        for key, value in {**source_options(self.feed_system, self.topic), **security}.items():
             argv += ["--option", f"{key}={value}"]
         return _Job(argv, work / "job.log", work)
 
@@ -228,7 +228,7 @@ class SparkWorkload:
         drains on the old one)."""
         if self._killed_at != k:
             return
-        with ConfigCenter.open(Settings.resolve(etcd=ctx.etcd, namespace=ctx.namespace)) as center:
+        with ConfigCenter.open(ctx.settings()) as center:
             self._resume_at = center.route(self.route).epoch  # the flip is made: its epoch
         with self._lock:
             if self._closed:
@@ -252,7 +252,7 @@ class SparkWorkload:
 
     def _wait_for_query(self, ctx: DrillContext) -> None:
         limit = max(min(_START_TIMEOUT_S, ctx.deadline - time.monotonic()), 1.0)
-        with ConfigCenter.open(Settings.resolve(etcd=ctx.etcd, namespace=ctx.namespace)) as center:
+        with ConfigCenter.open(ctx.settings()) as center:
             if not polling.wait_until(lambda: ctx.stop.is_set() or self._following(center), limit, first=0.2, most=0.5):
                 log_path = self._work / "job.log"
                 raise DrillFailed(f"the Spark query did not start within {limit:.0f} s; {log_path} ends:\n"
@@ -266,7 +266,7 @@ class SparkWorkload:
         try:
             with self._lock:
                 self._job = self._start(ctx)
-            with ConfigCenter.open(Settings.resolve(etcd=ctx.etcd, namespace=ctx.namespace)) as center:
+            with ConfigCenter.open(ctx.settings()) as center:
                 while not ctx.stop.is_set():
                     self._scan(ctx)
                     self._check_job()

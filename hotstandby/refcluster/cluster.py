@@ -9,6 +9,11 @@ lists.
 
 Default ports (override any of them): etcd 2379 (peer 2380), kafka-a 9092, kafka-b 9093,
 pulsar-a 6650, pulsar-b 6651.
+
+``secure=True`` (``refcluster up --secure``) starts etcd with TLS and authentication: a
+generated CA, a root user and a user per role (``refcluster/etcd_access.py``). The replicators
+then connect as ``replicator``; :meth:`RefCluster.settings` and :meth:`RefCluster.client_config`
+name the user a client connects as.
 """
 
 from __future__ import annotations
@@ -31,12 +36,13 @@ from hotstandby.errors import ConfigCenterError, RefClusterError, ValidationErro
 from hotstandby.failover.probe import ProtocolError, probe_cluster
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.binaries import find_binaries
+from hotstandby.refcluster.etcd_access import ROOT, EtcdAccess
 from hotstandby.refcluster.flow_status import read_status
 from hotstandby.refcluster.processes import is_running, spawn, stop_pid, wait_ready
 from hotstandby.refcluster.replicators import NotReady, check_ready, replicator_name, status_path
 from hotstandby.refcluster.system import HOST, BrokerOptions
 from hotstandby.refcluster.systems import SYSTEMS, system_of
-from hotstandby.settings import Settings, parse_endpoints
+from hotstandby.settings import Settings
 
 __all__ = ["BROKERS", "COMPONENTS", "REPLICATORS", "Ports", "RefCluster", "default_dir"]
 
@@ -117,13 +123,17 @@ class RefCluster:
         *,
         namespace: str = "/hotstandby",
         pulsar_partitions: int = 0,
+        secure: bool = False,
     ) -> None:
         """``pulsar_partitions``: the partitions pulsar-lite gives every topic it creates (0:
-        topics are not partitioned; the broker cannot do both, see docs/refcluster.md)."""
+        topics are not partitioned; the broker cannot do both, see docs/refcluster.md).
+        ``secure``: etcd with TLS and authentication (a running cluster keeps what it was
+        started with)."""
         self.dir = Path(directory) if directory else default_dir()
         self.requested_ports = ports or Ports()
         self.namespace = namespace
         self.pulsar_partitions = pulsar_partitions
+        self.requested_secure = secure
         self._children: dict[str, Any] = {}
 
     # -- state ---------------------------------------------------------------------------
@@ -151,9 +161,23 @@ class RefCluster:
         state = self.state()
         return Ports(**state["ports"]) if state else self.requested_ports
 
-    def settings(self) -> Settings:
-        """Settings that point a client at this cluster's etcd."""
-        return Settings(etcd=parse_endpoints(f"{HOST}:{self.ports.etcd}"), namespace=self.namespace)
+    @property
+    def secure(self) -> bool:
+        """Whether etcd speaks TLS and requires authentication."""
+        state = self.state()
+        return bool(state.get("secure")) if state else self.requested_secure
+
+    def etcd_access(self, ports: Ports | None = None) -> EtcdAccess:
+        return EtcdAccess(self.dir, (ports or self.ports).etcd, secure=self.secure)
+
+    def settings(self, user: str = ROOT) -> Settings:
+        """Settings that point a client at this cluster's etcd (as ``user`` when it is secure)."""
+        return self.etcd_access().settings(self.namespace, user)
+
+    def client_config(self, user: str = "app") -> dict[str, str]:
+        """The ``hotstandby.etcd*`` keys of a client of this cluster's etcd (as ``user`` when
+        it is secure): endpoint, CA and password file."""
+        return self.etcd_access().client_config(user)
 
     def url(self, component: str) -> str:
         return system_of(component).url(self.ports.of(component))
@@ -186,18 +210,19 @@ class RefCluster:
             source, target = next((s, t) for s, t in FLOWS if replicator_name(s, t) == component)
             return system_of(source).flow_argv(
                 self.cluster_spec(source, ports), self.cluster_spec(target, ports), self.link(source, target),
-                etcd=f"{HOST}:{ports.etcd}", namespace=self.namespace, directory=self.dir / "replicators",
+                etcd=self.etcd_access(ports).url, namespace=self.namespace, directory=self.dir / "replicators",
             )  # fmt: skip
         bins = find_binaries()
         if component == "etcd":
             peer = f"http://{HOST}:{ports.etcd_peer}"
-            client = f"http://{HOST}:{ports.etcd}"
+            access = self.etcd_access(ports)
+            client = access.url if access.secure else f"http://{access.url}"
             return [
                 bins.etcd, "--name", "hs-ref", "--data-dir", str(self.dir / "etcd-data"),
                 "--listen-client-urls", client, "--advertise-client-urls", client,
                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                 "--initial-cluster", f"hs-ref={peer}", "--initial-cluster-token", "hs-ref",
-                "--log-level", "warn", "--unsafe-no-fsync",
+                "--log-level", "warn", "--unsafe-no-fsync", *access.server_args(),
             ]  # fmt: skip
         options = BrokerOptions(pulsar_partitions=self.pulsar_partitions)
         return system_of(component).broker_argv(component, ports.of(component), self.dir, bins, options)
@@ -207,7 +232,9 @@ class RefCluster:
             config = self._argv_config(component)
             return (lambda: check_ready(config)), (NotReady,)
         if component == "etcd":
-            settings = Settings(etcd=parse_endpoints(f"{HOST}:{ports.etcd}"), etcd_timeout=1.0)
+            # Before auth is enabled (a fresh start) no credentials; afterwards (a restart) root's.
+            user = ROOT if (self.state() or {}).get("auth") else None
+            settings = self.etcd_access(ports).settings(self.namespace, user, timeout=1.0)
 
             def check_etcd() -> None:
                 with ConfigCenter.open(settings) as center:
@@ -234,13 +261,16 @@ class RefCluster:
         if component in REPLICATORS:
             # A status file left by a killed process must not pass for readiness.
             status_path(argv[argv.index("--config") + 1]).unlink(missing_ok=True)
-        # Drop variables the binaries would read as configuration; no colour codes in the logs.
+        # Drop variables the binaries would read as configuration (the replicators' etcd
+        # credentials are the cluster's own); no colour codes in the logs.
         env = {
             k: v
             for k, v in os.environ.items()
-            if not k.startswith(("ETCD_", "LISTENER_URL", "CLUSTER_ID", "STORAGE_ENGINE"))
+            if not k.startswith(("ETCD_", "LISTENER_URL", "CLUSTER_ID", "STORAGE_ENGINE", "HOTSTANDBY_ETCD"))
         }
         env["NO_COLOR"] = "1"
+        if component in REPLICATORS:
+            env.update(self.etcd_access(ports).environ("replicator"))
         proc = spawn(argv, log_path=log_path, cwd=self.dir, env=env)
         self._children[component] = proc
         port = None if component in REPLICATORS else ports.of(component)
@@ -265,7 +295,7 @@ class RefCluster:
             shutil.rmtree(self.dir / f"{name}-data", ignore_errors=True)
         self.dir.mkdir(parents=True, exist_ok=True)
         state: dict[str, Any] = {"version": 1, "started_at": utc_now_iso(), "namespace": self.namespace,
-                                 "ports": asdict(ports), "components": {}}  # fmt: skip
+                                 "ports": asdict(ports), "secure": self.requested_secure, "components": {}}  # fmt: skip
         deadline = time.monotonic() + timeout
         try:
             # Brokers first; the replicators need them and the registered links.
@@ -280,6 +310,10 @@ class RefCluster:
                     if progress:
                         progress(component, waited)
                 if phase is BROKERS:
+                    if self.secure:
+                        self.etcd_access().enable_auth()
+                        state["auth"] = True
+                        self._write_state(state)
                     self.register()
         except BaseException:
             self.down()
@@ -330,8 +364,10 @@ class RefCluster:
         return system_of(component).cluster_spec(component, (ports or self.ports).of(component))
 
     def register(self, namespace: str | None = None) -> None:
-        """Store the clusters, the links between each pair and each system's route in ``namespace``."""
+        """Store the clusters, the links between each pair and each system's route in
+        ``namespace``; on a secure cluster, the namespace's roles for its users too."""
         settings = replace(self.settings(), namespace=namespace or self.namespace)
+        self.etcd_access().grant(settings.namespace)
         with ConfigCenter.open(settings) as center:
             for component in BROKERS[1:]:
                 center.put_cluster(self.cluster_spec(component), replace=True)

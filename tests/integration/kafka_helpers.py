@@ -14,9 +14,9 @@ from hotstandby.refcluster import RefCluster
 
 
 def route_config(rc: RefCluster, namespace: str, **extra: Any) -> dict[str, Any]:
-    """A facade's configuration for route ``orders`` in ``namespace`` of the reference cluster."""
-    return {"hotstandby.route": "orders", "hotstandby.etcd": f"127.0.0.1:{rc.ports.etcd}",
-            "hotstandby.namespace": namespace, **extra}  # fmt: skip
+    """A facade's configuration for route ``orders`` in ``namespace`` of the reference cluster
+    (as its ``app`` user when the cluster is secure)."""
+    return {**rc.client_config("app"), "hotstandby.route": "orders", "hotstandby.namespace": namespace, **extra}
 
 
 def produce_values(rc: RefCluster, namespace: str, topic: str, values: list[str]) -> None:

@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 
 from hotstandby.cli import main
-from hotstandby.cli.drill_cmd import DEFAULT_SPARK_MESSAGES
-from hotstandby.drill import DrillOptions, DrillReport
 from hotstandby.refcluster import RefCluster
 
 
@@ -94,6 +92,14 @@ def test_spark_drill_with_a_killed_primary_and_a_killed_driver_loses_and_duplica
     assert "driver SIGKILLed before switch 2 and restarted from its checkpoint" in report["phase"]
 
 
+def test_a_secure_drill_is_refused_on_a_cluster_started_without_it(
+    refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["drill", "--secure", "--system", "kafka", "--dir", str(refcluster.dir), "--json"])
+    assert code == 2
+    assert "is up without --secure" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("system", [["--system", "pulsar"], ["--system", "kafka"], []])
 def test_a_route_is_refused_for_a_drill_other_than_spark(
     system: list[str], refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
@@ -101,26 +107,3 @@ def test_a_route_is_refused_for_a_drill_other_than_spark(
     code = main(["drill", *system, "--route", "payments", "--dir", str(refcluster.dir), "--json"])
     assert code == 2
     assert "--route applies to --system spark only" in capsys.readouterr().err
-
-
-def test_drill_without_a_system_drills_every_system_in_turn(
-    refcluster: RefCluster, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Kafka and Pulsar for real; the Spark part (drilled for real above: a Spark session takes
-    half a minute to start, twice) is stood in for, to see that it comes third and short."""
-    import hotstandby.drill.spark
-
-    asked: list[DrillOptions] = []
-
-    def spark_part(rc: RefCluster, options: DrillOptions, progress: object = None) -> DrillReport:
-        asked.append(options)
-        return DrillReport("spark", options.messages, options.messages, 0, 0, 0, 0, 0, 0, 0, 1, 0.0)
-
-    monkeypatch.setattr(hotstandby.drill.spark, "run", spark_part)
-    # Faster than the default pace: the flips still fall mid-stream (at 500 and 1000 records).
-    code, out = drill(refcluster, capsys, "--messages", "1500", "--switches", "2", "--rate", "300", "--timeout", "180")
-    assert [r["system"] for r in out["reports"]] == ["kafka", "pulsar", "spark"]
-    assert [(r["produced"], r["lost"], r["duplicated"]) for r in out["reports"][:2]] == [(1500, 0, 0), (3000, 0, 0)]
-    assert [p["produced"] for p in out["reports"][1]["phases"]] == [1500, 1500]
-    assert [o.messages for o in asked] == [min(1500, DEFAULT_SPARK_MESSAGES)]
-    assert code == 0 and out["ok"]

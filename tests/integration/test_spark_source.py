@@ -23,8 +23,8 @@ pytestmark = pytest.mark.integration
 
 
 def options(rc: RefCluster, namespace: str, topic: str, **extra: str) -> dict[str, str]:
-    return {"hotstandby.route": "orders", "hotstandby.etcd": f"127.0.0.1:{rc.ports.etcd}",
-            "hotstandby.namespace": namespace, "subscribe": topic, **extra}  # fmt: skip
+    return {**rc.client_config("app"), "hotstandby.route": "orders", "hotstandby.namespace": namespace,
+            "subscribe": topic, **extra}  # fmt: skip
 
 
 def replicated(rc: RefCluster, topic: str, count: int) -> None:

@@ -43,7 +43,7 @@ from hotstandby.configcenter.etcd import EtcdStore
 from hotstandby.errors import HotStandbyError, ValidationError
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.flow_status import FlowStatus
-from hotstandby.settings import Settings, parse_endpoints
+from hotstandby.settings import Settings
 
 __all__ = ["BATCH_INDEX", "MARKER", "PARTITION", "REPL_SOURCE_POSITION", "PulsarFlow", "base_topic"]
 
@@ -99,7 +99,8 @@ class PulsarFlow:
         self._store: KVStore | None = None
         self._center: ConfigCenter | None = None
         if config.etcd:
-            settings = Settings(etcd=parse_endpoints(config.etcd), namespace=config.config_namespace)
+            # TLS and credentials from HOTSTANDBY_ETCD_* (docs/security.md): never in the config file.
+            settings = Settings.resolve(etcd=config.etcd, namespace=config.config_namespace)
             self._store = EtcdStore(settings.etcd, timeout=settings.etcd_timeout, security=settings.etcd_security)
             self._center = ConfigCenter(self._store, settings.namespace)
         self._readers = SourceReaders(
