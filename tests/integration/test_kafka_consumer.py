@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -270,9 +271,13 @@ def test_a_member_joining_during_a_switch_rebalances_without_duplicates(
                     break
         assert both <= set(assigned), f"both must be members on kafka-b: {assigned}"
     finally:
-        first.close()
+        # Together, as members of separate processes close: a member leaving waits for the
+        # group to settle, which needs the others to keep polling (adapters/kafka/group_leave.py).
+        closing = threading.Thread(target=first.close)
+        closing.start()
         if second is not None:
             second.close()
+        closing.join(60)
     twice = sorted({v for v in got if got.count(v) > 1})
     assert not twice, f"handed out twice: {twice}"
     assert sorted(got) == sorted(before + after)
