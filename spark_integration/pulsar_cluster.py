@@ -19,6 +19,7 @@ from typing import Any
 
 import pulsar
 
+from hotstandby.adapters.pulsar.client_settings import client_kwargs as cluster_kwargs
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.spark_integration.options import SourceOptions
 
@@ -62,8 +63,9 @@ _OPERATION_TIMEOUT_S = 5
 
 
 def client_kwargs(spec: ClusterSpec, options: SourceOptions) -> dict[str, Any]:
-    """pulsar.Client's arguments: the cluster's settings, then ``pulsar.client.*``."""
-    return {"operation_timeout_seconds": _OPERATION_TIMEOUT_S, **spec.client_config("admin"), **options.pulsar_client}
+    """pulsar.Client's arguments: the cluster's settings and credentials, ``pulsar.client.*``
+    replacing the settings (:mod:`hotstandby.adapters.pulsar.client_settings`)."""
+    return {"operation_timeout_seconds": _OPERATION_TIMEOUT_S, **cluster_kwargs(spec, options.pulsar_client)}
 
 
 class PulsarCluster:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pulsar
 
+from hotstandby.adapters.pulsar.client_settings import client_kwargs
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
@@ -74,8 +75,12 @@ class Client(RouteClient):
     ``etcd``, ``namespace`` and ``client_id`` locate the config center and name the client;
     ``options`` takes further ``hotstandby.*`` settings (docs/configuration.md); everything
     else is passed to ``pulsar.Client`` as is, except the service URL, which is the active
-    cluster's. ``center`` (a :class:`ConfigCenter`, left open on close) and ``ledger_store``
-    replace the ones the client would open itself (tests, another store).
+    cluster's. The active cluster's definition adds its ``client`` settings, which these
+    keywords replace, and its credentials (``auth_plugin``, ``auth_params``), which win over
+    an ``authentication`` keyword: that one serves clusters whose definitions name none
+    (:mod:`hotstandby.adapters.pulsar.client_settings`). ``center`` (a :class:`ConfigCenter`,
+    left open on close) and ``ledger_store`` replace the ones the client would open itself
+    (tests, another store).
     """
 
     def __init__(
@@ -117,8 +122,7 @@ class Client(RouteClient):
         self._join(self._connect_first, self, self._gate)
 
     def _connect(self, spec: ClusterSpec) -> pulsar.Client:
-        kwargs = {**spec.client_config("admin"), **self._client_kwargs}
-        return pulsar.Client(spec.url, **kwargs)
+        return pulsar.Client(spec.url, **client_kwargs(spec, self._client_kwargs))
 
     def _connect_first(self, spec: ClusterSpec) -> pulsar.Client:
         self._inner = self._connect(spec)  # before following: a switch may start at once
