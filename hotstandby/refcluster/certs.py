@@ -15,15 +15,14 @@ from pathlib import Path
 
 from hotstandby.errors import MissingDependencyError
 
+_MISSING: ImportError | None = None
 try:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 except ImportError as exc:  # pragma: no cover - part of the refcluster extra
-    raise MissingDependencyError(
-        "a secure reference cluster needs cryptography: pip install 'hotstandby[refcluster]'"
-    ) from exc
+    _MISSING = exc  # raised when a CA is asked for: a plaintext cluster does without
 
 __all__ = ["CertPair", "LocalCA"]
 
@@ -54,6 +53,10 @@ class LocalCA:
     """A CA in ``directory`` (``ca.pem``), made on first use; issues certificates there."""
 
     def __init__(self, directory: Path) -> None:
+        if _MISSING is not None:  # pragma: no cover - part of the refcluster extra
+            raise MissingDependencyError(
+                "a secure reference cluster needs cryptography: pip install 'hotstandby[refcluster]'"
+            ) from _MISSING
         self.directory = Path(directory)
         self.cert_path = self.directory / "ca.pem"
         key_path = self.directory / "ca-key.pem"

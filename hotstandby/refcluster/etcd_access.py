@@ -32,6 +32,7 @@ from hotstandby.configcenter.etcd_auth import EtcdAuthAdmin
 from hotstandby.configcenter.roles import role_name, setup_roles
 from hotstandby.errors import ConfigError
 from hotstandby.etcd_security import EtcdSecurity
+from hotstandby.refcluster.certs import LocalCA
 from hotstandby.refcluster.system import HOST
 from hotstandby.settings import Settings, parse_endpoints
 
@@ -108,8 +109,6 @@ class EtcdAccess:
         """etcd's TLS arguments (a server certificate for 127.0.0.1, issued now)."""
         if not self.secure:
             return []
-        from hotstandby.refcluster.certs import LocalCA  # needs cryptography (refcluster extra)
-
         pair = LocalCA(self.ca.parent).issue("etcd-server", server=True)
         return ["--cert-file", str(pair.cert), "--key-file", str(pair.key)]
 
