@@ -36,6 +36,7 @@ log = get_logger("hotstandby.pulsar")
 REPL_SOURCE_POSITION = "__MSG_PROP_REPL_SOURCE_POSITION"
 REPLICATED_FROM = "hs.replicated.from"
 _SCHEME = re.compile(r"^pulsar(\+ssl)?://(?=[^/\s])")
+_USERINFO = re.compile(r"^[^@/\s]*@")  # user:password@ before the hosts
 
 
 def encode_identity(rid: RecordId) -> str:
@@ -89,7 +90,7 @@ class PulsarAdapter:
         scheme = _SCHEME.match(url)
         if scheme is None:
             raise ValueError(f"not pulsar://host:port: {url[:100]!r}")
-        return host_ports(url[scheme.end() :])
+        return host_ports(_USERINFO.sub("", url[scheme.end() :]))
 
     def uses_tls(self, url: str, client: Mapping[str, Any]) -> bool:
         return url.startswith("pulsar+ssl://")

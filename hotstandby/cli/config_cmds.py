@@ -143,8 +143,8 @@ def _probe_target(args: argparse.Namespace) -> Callable[[ClusterSpec], None] | N
         result = probe_cluster(spec, timeout=args.probe_timeout)
         if not result.ok:
             raise ClusterNotAnswering(
-                f"cluster {spec.name!r} ({spec.url}) does not answer: {result.detail}. The route was not "
-                "changed; clients would not be able to work there. Use --force to flip anyway."
+                f"cluster {spec.name!r} ({redact_value('url', spec.url)}) does not answer: {result.detail}. "
+                "The route was not changed; clients would not be able to work there. Use --force to flip anyway."
             )
 
     return None if args.force else check
@@ -214,7 +214,7 @@ def status(args: argparse.Namespace) -> int:
             {
                 "name": s.name,
                 "kind": s.kind,
-                "url": s.url,
+                "url": redact_value("url", s.url),
                 "answering": answers[s.name].ok,
                 "latency_ms": latency(s.name),
                 "detail": answers[s.name].detail,

@@ -20,7 +20,7 @@ from hotstandby.configcenter.doc_parsing import load_object, read_text, validate
 from hotstandby.configcenter.route_document import Route, check_floor, check_route_update, utc_now_iso
 from hotstandby.errors import UnknownClusterError, ValidationError
 from hotstandby.registry import kinds
-from hotstandby.secret_refs import resolve_refs
+from hotstandby.secret_refs import redact_value, resolve_refs
 
 __all__ = [
     "ClusterSpec",
@@ -54,7 +54,7 @@ def resolve_secret_refs(config: Mapping[str, Scalar], environ: Mapping[str, str]
     return cast(dict[str, Scalar], resolve_refs(config, environ))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, repr=False)
 class ClusterSpec:
     """``<ns>/clusters/<name>``: how to reach one messaging cluster.
 
@@ -69,6 +69,13 @@ class ClusterSpec:
     client: Mapping[str, Scalar] = field(default_factory=dict)
     producer: Mapping[str, Scalar] = field(default_factory=dict)
     consumer: Mapping[str, Scalar] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """Literal secrets and a URL's password as ``***`` (references as they are)."""
+        shown = {section: {k: redact_value(k, v) for k, v in getattr(self, section).items()}
+                 for section in ("client", "producer", "consumer")}  # fmt: skip
+        return (f"ClusterSpec(name={self.name!r}, kind={self.kind!r}, url={redact_value('url', self.url)!r}, "
+                f"client={shown['client']!r}, producer={shown['producer']!r}, consumer={shown['consumer']!r})")  # fmt: skip
 
     @property
     def url_field(self) -> str:
@@ -103,9 +110,8 @@ class ClusterSpec:
         try:
             adapter.endpoints(self.url)
         except ValueError:
-            raise ValidationError(
-                key, f"{adapter.url_field} must be {adapter.url_form}, got {self.url[:200]!r}"
-            ) from None
+            shown = str(redact_value("url", self.url))[:200]
+            raise ValidationError(key, f"{adapter.url_field} must be {adapter.url_form}, got {shown!r}") from None
 
     def to_json(self) -> str:
         doc: dict[str, Any] = {"kind": self.kind, self.url_field: self.url}

@@ -74,3 +74,17 @@ def test_logs_hide_secret_fields_and_url_passwords() -> None:
     with capture_logs() as logs:
         get_logger().info("x.happened", **{"oauthbearer_config": SECRET, "url": f"http://u:{SECRET}@h/"})
     assert SECRET not in repr(logs)
+
+
+def test_a_cluster_definition_names_no_secret_in_its_repr_its_errors_or_its_endpoints() -> None:
+    spec = ClusterSpec(name="p", kind="pulsar", url=f"pulsar://svc:{SECRET}@h1:6650,h2:6650",
+                       client={"auth_params": SECRET, "tls_trust_certs_file_path": "/ca.pem"},
+                       consumer={"token": "${env:PULSAR_TOKEN}"})  # fmt: skip
+    assert repr(spec) == (
+        "ClusterSpec(name='p', kind='pulsar', url='pulsar://svc:***@h1:6650,h2:6650', client={'auth_params': '***', "
+        "'tls_trust_certs_file_path': '/ca.pem'}, producer={}, consumer={'token': '${env:PULSAR_TOKEN}'})"
+    )
+    assert spec.endpoints() == [("h1", 6650), ("h2", 6650)], "the brokers, not user:password@"
+    with pytest.raises(ValidationError, match="service_url") as err:
+        ClusterSpec.from_json("p", f'{{"kind": "pulsar", "service_url": "pulsar://svc:{SECRET}@h1"}}')
+    assert SECRET not in str(err.value) and "pulsar://svc:***@h1" in str(err.value)
