@@ -5,8 +5,9 @@ sit there. A secret-bearing setting holds a reference instead, ``${env:NAME}`` (
 variable of the client process) or ``${file:PATH}`` (a file's content, without its line end),
 resolved only when a client is built (:func:`resolve_refs`). Which settings bear secrets
 (:func:`is_secret_setting`): a name with a part ``password``, ``secret``, ``token``, ``key``,
-``pem``, ``credentials``, ``oauthbearer`` or ``auth_params``, or ``sasl.jaas``; and any value
-that is a URL with ``user:password@``.
+``pem``, ``credentials``, ``oauthbearer`` or ``auth_params``, or ``sasl.jaas``, unless its last
+part is ``location``, ``path`` or ``file`` (it names a file: ``ssl.key.location``,
+``tls_private_key_file_path``); and any value that is a URL with ``user:password@``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ _REF = re.compile(r"\$\{(env|file):([^}]+)\}")
 _WHOLE_REF = re.compile(r"^\$\{(?:env:[A-Za-z_][A-Za-z0-9_]*|file:[^}]+)\}$")
 _PARTS = frozenset({"password", "passwd", "secret", "token", "key", "pem", "credentials", "credential",
                     "oauthbearer", "auth_params", "authparams", "apikey"})  # fmt: skip
+_FILE_PARTS = frozenset({"location", "path", "file"})
 _SPLIT = re.compile(r"[._\-\s]+")
 _URL_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*://)(?P<user>[^/@:\s]+):(?P<password>[^/@\s]+)@")
 
@@ -43,7 +45,10 @@ def is_secret_setting(name: str) -> bool:
     lowered = name.lower()
     if "sasl.jaas" in lowered or "auth_params" in lowered or "api_key" in lowered:
         return True
-    return any(part in _PARTS for part in _SPLIT.split(lowered))
+    parts = _SPLIT.split(lowered)
+    if parts[-1] in _FILE_PARTS:
+        return False  # it names the file that holds the key (ssl.key.location), not the key
+    return any(part in _PARTS for part in parts)
 
 
 def has_userinfo(value: object) -> bool:

@@ -20,14 +20,14 @@ SECRET = "hunter2-KNOWN-SECRET"
 @pytest.mark.parametrize(
     "name",
     ["sasl.password", "ssl.key.password", "ssl.key.pem", "ssl.certificate.pem", "sasl.oauthbearer.config",
-     "sasl.jaas.config", "tls_private_key_file_path", "api_key", "auth_params", "token", "client.secret",
-     "sasl.oauthbearer.client.secret", "ssl.key.location"],
+     "sasl.jaas.config", "api_key", "auth_params", "token", "client.secret", "sasl.oauthbearer.client.secret"],
 )  # fmt: skip
 def test_secret_bearing_settings(name: str) -> None:
     assert is_secret_setting(name)
 
 
-@pytest.mark.parametrize("name", ["bootstrap.servers", "acks", "security.protocol", "linger.ms", "keepalive", "monkey"])
+@pytest.mark.parametrize("name", ["bootstrap.servers", "acks", "security.protocol", "linger.ms", "keepalive", "monkey",
+                                  "ssl.key.location", "tls_private_key_file_path", "ssl.keystore.location"])
 def test_ordinary_settings(name: str) -> None:
     assert not is_secret_setting(name)
 
