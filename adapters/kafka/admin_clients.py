@@ -5,7 +5,8 @@ librdkafka (2.x) aborts the process (``rd_kafka_enq_once_del_source_return: Asse
 for a coordinator or a broker connection — which happens when the cluster is dead or
 restarting, exactly when failover code talks to it. A short ``request_timeout`` made it rarer,
 not impossible (seen in a kill-primary drill). Keeping the clients alive removes the race: a
-handful of clients per process, one per cluster address.
+handful of clients per process, one per cluster address and client settings (a TLS or SASL
+cluster's admin client connects with the settings of its definition).
 """
 
 from __future__ import annotations
@@ -14,16 +15,21 @@ import threading
 
 from confluent_kafka.admin import AdminClient
 
+from hotstandby.configcenter.documents import ClusterSpec, Scalar
+
 __all__ = ["shared_admin"]
 
-_clients: dict[str, AdminClient] = {}
+_clients: dict[tuple[tuple[str, Scalar], ...], AdminClient] = {}
 _lock = threading.Lock()
 
 
-def shared_admin(bootstrap: str) -> AdminClient:
-    """The process's AdminClient for ``bootstrap`` (created on first use)."""
+def shared_admin(spec: ClusterSpec) -> AdminClient:
+    """The process's AdminClient for ``spec``: its URL and its client settings (created on
+    first use)."""
+    config = {**spec.client_config("admin"), "bootstrap.servers": spec.url}
+    key = tuple(sorted(config.items()))
     with _lock:
-        client = _clients.get(bootstrap)
+        client = _clients.get(key)
         if client is None:
-            client = _clients[bootstrap] = AdminClient({"bootstrap.servers": bootstrap})
+            client = _clients[key] = AdminClient(config)
         return client

@@ -108,7 +108,7 @@ def leave_in_turn(
     ``harmless`` is called at once when the cluster does not answer: its group went with it, so
     joins need not wait for this leave (closing a consumer of a dead broker can take long)."""
     deadline = time.monotonic() + timeout
-    admin = shared_admin(spec.url)
+    admin = shared_admin(spec)
     held = False
     answering = _settled(admin, spec, group) is not None
     if not answering and harmless is not None:

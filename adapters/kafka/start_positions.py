@@ -76,9 +76,11 @@ class StartPositions:
         """Records of an MM2 internal topic on the new cluster (read once per switch)."""
         if (kind, topic) not in self._cache:
             out = []
+            # The cluster's own client settings: a TLS or SASL cluster is read as its clients read it.
+            config = {**self.spec.client_config("consumer"), "bootstrap.servers": self.spec.url,
+                      "group.id": "__hotstandby-lookup"}  # fmt: skip
             try:
-                for msg in read_to_end({"bootstrap.servers": self.spec.url, "group.id": "__hotstandby-lookup"},
-                                       topic, timeout=_LOOKUP_TIMEOUT_S):  # fmt: skip
+                for msg in read_to_end(config, topic, timeout=_LOOKUP_TIMEOUT_S):
                     try:
                         out.append(decode(msg.key() or b"", msg.value() or b""))
                     except FormatError:

@@ -14,6 +14,7 @@ from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
 from hotstandby.adapters.kafka import Consumer, Producer
 from hotstandby.adapters.kafka.admin_clients import shared_admin
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.drill.report import DrillReport
 from hotstandby.drill.runner import DrillContext, DrillFailed, DrillOptions, DrillProgress, new_run_id, run_drill
 from hotstandby.logs import get_logger
@@ -28,8 +29,8 @@ _IDLE_REPORT_S = 10.0
 PARTITIONS = 4  # what Tansu creates by itself when a restarted, empty broker is asked for the topic
 
 
-def _create_topic(url: str, topic: str) -> None:
-    admin = shared_admin(url)  # never freed: see adapters/kafka/admin_clients.py
+def _create_topic(spec: ClusterSpec, topic: str) -> None:
+    admin = shared_admin(spec)  # never freed: see adapters/kafka/admin_clients.py
     try:
         new = NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)
         admin.create_topics([new], request_timeout=10)[topic].result(30)
@@ -61,10 +62,10 @@ class KafkaWorkload:
 
     def prepare(self, rc: RefCluster, ctx: DrillContext) -> None:
         for broker in ("kafka-a", "kafka-b"):
-            _create_topic(rc.url(broker), self.topic)
+            _create_topic(rc.cluster_spec(broker), self.topic)
 
     def restarted(self, rc: RefCluster, broker: str) -> None:
-        _create_topic(rc.url(broker), self.topic)  # Tansu came back empty
+        _create_topic(rc.cluster_spec(broker), self.topic)  # Tansu came back empty
 
     def before_flip(self, k: int, ctx: DrillContext) -> None:
         """Nothing to do: the clients follow the flip by themselves."""

@@ -31,7 +31,7 @@ def produce_values(rc: RefCluster, namespace: str, topic: str, values: list[str]
 
 
 def create_topic(spec: ClusterSpec, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": spec.url})
+    admin = AdminClient({**spec.client_config("admin"), "bootstrap.servers": spec.url})
     admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])[topic].result(10)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from confluent_kafka import TopicPartition
 
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
@@ -88,3 +89,20 @@ def test_missing_or_foreign_data_is_ignored() -> None:
     for topic in ("kafka-a.orders", "orders"):
         p = starts(Broker(low=3), previous, internal).choose(topic, 0, "orders")
         assert p is not None and (p.position, p.strategy) == (3, "beginning")
+
+
+def test_the_lookups_read_the_cluster_with_its_own_client_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def read_to_end(config: dict[str, Any], topic: str, **_: Any) -> list[Any]:
+        seen.append(config)
+        return []
+
+    monkeypatch.setattr("hotstandby.adapters.kafka.start_positions.read_to_end", read_to_end)
+    tls = ClusterSpec(name=B, kind="kafka", url="127.0.0.1:1", consumer={"fetch.wait.max.ms": 50},
+                      client={"security.protocol": "SSL", "ssl.ca.location": "/etc/ca.pem"})  # fmt: skip
+    s = StartPositions(group="g", spec=tls, previous=Visit(A), links=LINKS, skew_ms=5000,
+                       consumer=Broker())  # type: ignore[arg-type]  # fmt: skip
+    s.choose("kafka-a.orders", 0, "orders")
+    assert seen and all(c["security.protocol"] == "SSL" and c["ssl.ca.location"] == "/etc/ca.pem" for c in seen)
+    assert seen[0]["bootstrap.servers"] == "127.0.0.1:1" and seen[0]["fetch.wait.max.ms"] == 50
