@@ -15,6 +15,7 @@ from typing import Any
 from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import KafkaException, TopicPartition
 
+from hotstandby.adapters.kafka.client_logs import with_logger
 from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.spark_integration.options import SourceOptions
@@ -59,7 +60,9 @@ class KafkaCluster:
     def consumer(self) -> RawConsumer:
         if self._consumer is None:
             group = self._options.group or _PLANNING_GROUP
-            self._consumer = RawConsumer({**client_config(self.spec, self._options), "group.id": group})
+            self._consumer = RawConsumer(with_logger({**client_config(self.spec, self._options), "group.id": group}))
+        # It is assigned nothing: a poll only hands librdkafka's log lines to the SDK's logger.
+        self._consumer.poll(0)
         return self._consumer
 
     def topics(self, clusters: Sequence[str], links: Mapping[tuple[str, str], Link]) -> dict[str, str]:

@@ -8,6 +8,8 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from hotstandby.adapters.kafka.client_logs import with_logger
+
 __all__ = ["read_to_end"]
 
 
@@ -17,7 +19,7 @@ def read_to_end(config: dict[str, Any], topic: str, partition: int = 0, *, timeo
     Raises :class:`~confluent_kafka.KafkaException` for an error the broker reports (as the
     raw client does) and :class:`TimeoutError` when the end is not reached within ``timeout`` s.
     """
-    consumer = Consumer({**config, "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer = Consumer(with_logger({**config, "enable.auto.commit": False, "enable.partition.eof": True}))
     try:
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
         if high <= low:

@@ -22,7 +22,7 @@ from hotstandby.configcenter.etcd_auth import READ, READWRITE, EtcdAuthAdmin
 from hotstandby.errors import ConfigCenterError, ConfigError
 from hotstandby.settings import DEFAULT_NAMESPACE
 
-__all__ = ["ROLES", "role_name", "setup_center_roles", "setup_roles"]
+__all__ = ["ROLES", "auth_admin", "role_name", "setup_center_roles", "setup_roles"]
 
 # Clients read the namespace whole (a snapshot, a watch of it), and write their own bookkeeping.
 _APP = (("", READ), *((p, READWRITE) for p in ("ledgers/", "clients/", "locks/", "staged/", "replans/")))
@@ -59,8 +59,13 @@ def setup_roles(admin: EtcdAuthAdmin, namespace: str) -> list[str]:
     return names
 
 
-def setup_center_roles(center: ConfigCenter) -> list[str]:
-    """:func:`setup_roles` for ``center``'s namespace, on its etcd."""
+def auth_admin(center: ConfigCenter) -> EtcdAuthAdmin:
+    """Users, roles and auth of the etcd ``center`` is on (with its connection and user)."""
     if not isinstance(center.store, EtcdStore):
         raise ConfigError("roles are etcd's: the config center is not on etcd")
-    return setup_roles(EtcdAuthAdmin(center.store), center.keys.namespace)
+    return EtcdAuthAdmin(center.store)
+
+
+def setup_center_roles(center: ConfigCenter) -> list[str]:
+    """:func:`setup_roles` for ``center``'s namespace, on its etcd."""
+    return setup_roles(auth_admin(center), center.keys.namespace)

@@ -27,9 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hotstandby.configcenter.center import ConfigCenter
-from hotstandby.configcenter.etcd import EtcdStore
-from hotstandby.configcenter.etcd_auth import EtcdAuthAdmin
-from hotstandby.configcenter.roles import role_name, setup_roles
+from hotstandby.configcenter.roles import auth_admin, role_name, setup_roles
 from hotstandby.errors import ConfigError
 from hotstandby.etcd_security import EtcdSecurity
 from hotstandby.refcluster.certs import LocalCA
@@ -126,7 +124,7 @@ class EtcdAccess:
         """On a fresh etcd (auth off): ``root`` and the role users with new passwords, then
         ``auth enable``. Roles come with each namespace (:meth:`grant`)."""
         with ConfigCenter.open(self.settings("/hotstandby", user=None)) as center:
-            admin = self._admin(center)
+            admin = auth_admin(center)
             for user in (ROOT, *ROLE_USERS):
                 admin.add_user(user, self._new_password(user))
             admin.grant_role(ROOT, ROOT)
@@ -137,12 +135,7 @@ class EtcdAccess:
         if not self.secure:
             return
         with ConfigCenter.open(self.settings(namespace)) as center:
-            admin = self._admin(center)
+            admin = auth_admin(center)
             setup_roles(admin, namespace)
             for user, role in ROLE_USERS.items():
                 admin.grant_role(user, role_name(role, namespace))
-
-    @staticmethod
-    def _admin(center: ConfigCenter) -> EtcdAuthAdmin:
-        assert isinstance(center.store, EtcdStore)
-        return EtcdAuthAdmin(center.store)

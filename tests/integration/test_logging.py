@@ -48,6 +48,14 @@ etcd, namespace, mode = sys.argv[1:4]
 if mode == "debug":
     logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(name)s|%(levelname)s|%(message)s")
 producer = Producer({"hotstandby.route": "nowhere", "hotstandby.etcd": etcd, "hotstandby.namespace": namespace})
+# The admin client the SDK keeps for a cluster (a consumer's group checks) logs the same way.
+from confluent_kafka import KafkaException
+from hotstandby.adapters.kafka.admin_clients import shared_admin
+from hotstandby.configcenter.documents import ClusterSpec
+try:
+    shared_admin(ClusterSpec(name="gone", kind="kafka", url=sys.argv[4])).list_topics(timeout=0.5)
+except KafkaException:
+    pass
 end = time.monotonic() + 3
 while time.monotonic() < end:
     producer.poll(0.2)
@@ -55,11 +63,11 @@ producer.close()
 """
 
 
-def _run_kafka(refcluster: RefCluster, center: ConfigCenter, tmp_path: Path, mode: str) -> str:
+def _run_kafka(refcluster: RefCluster, center: ConfigCenter, tmp_path: Path, mode: str, gone: str) -> str:
     script = tmp_path / "kafka_app.py"
     script.write_text(KAFKA_APP)
-    done = subprocess.run([sys.executable, str(script), f"127.0.0.1:{refcluster.ports.etcd}", center.keys.namespace, mode],
-                          check=False, capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run([sys.executable, str(script), f"127.0.0.1:{refcluster.ports.etcd}", center.keys.namespace,
+                           mode, gone], check=False, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0 and done.stdout == "", done.stderr
     return done.stderr
 
@@ -72,8 +80,9 @@ def test_librdkafka_logs_through_the_sdk_logger_not_on_stderr(
         port = sock.getsockname()[1]
     center.put_cluster(ClusterSpec(name="kafka-gone", kind="kafka", url=f"127.0.0.1:{port}"))
     center.create_route("nowhere", ["kafka-gone"], "kafka-gone")
-    assert _run_kafka(refcluster, center, tmp_path, "none") == "", "librdkafka printed on stderr"
-    lines = _run_kafka(refcluster, center, tmp_path, "debug").splitlines()
+    gone = f"127.0.0.1:{port}"
+    assert _run_kafka(refcluster, center, tmp_path, "none", gone) == "", "librdkafka printed on stderr"
+    lines = _run_kafka(refcluster, center, tmp_path, "debug", gone).splitlines()
     failed = [line for line in lines if line.startswith("hotstandby.librdkafka|") and "Connection refused" in line]
     assert failed, "\n".join(lines[-20:])
 

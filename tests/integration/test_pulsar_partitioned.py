@@ -24,12 +24,10 @@ PARTITIONS = 3
 
 @pytest.fixture(scope="module")
 def partitioned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefCluster]:
-    rc = RefCluster(tmp_path_factory.mktemp("refcluster-partitioned"), Ports.free(), pulsar_partitions=PARTITIONS)
-    try:
-        rc.up(timeout=60)
+    with RefCluster(
+        tmp_path_factory.mktemp("refcluster-partitioned"), Ports.free(), pulsar_partitions=PARTITIONS
+    ) as rc:  # up ... down; fmt: skip
         yield rc
-    finally:
-        rc.down()
 
 
 def test_partitions_chosen_by_key_sequences_per_partition_and_a_switch(partitioned: RefCluster) -> None:

@@ -25,12 +25,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def secure_refcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefCluster]:
-    rc = RefCluster(tmp_path_factory.mktemp("secure-refcluster"), Ports.free(), secure=True)
-    try:
-        rc.up(timeout=60)
+    with RefCluster(tmp_path_factory.mktemp("secure-refcluster"), Ports.free(), secure=True) as rc:  # up ... down
         yield rc
-    finally:
-        rc.down()
 
 
 def test_a_secure_cluster_refuses_whoever_has_no_credentials(secure_refcluster: RefCluster) -> None:

@@ -26,8 +26,20 @@ def test_secret_bearing_settings(name: str) -> None:
     assert is_secret_setting(name)
 
 
-@pytest.mark.parametrize("name", ["bootstrap.servers", "acks", "security.protocol", "linger.ms", "keepalive", "monkey",
-                                  "ssl.key.location", "tls_private_key_file_path", "ssl.keystore.location"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bootstrap.servers",
+        "acks",
+        "security.protocol",
+        "linger.ms",
+        "keepalive",
+        "monkey",
+        "ssl.key.location",
+        "tls_private_key_file_path",
+        "ssl.keystore.location",
+    ],
+)
 def test_ordinary_settings(name: str) -> None:
     assert not is_secret_setting(name)
 
