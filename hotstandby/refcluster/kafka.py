@@ -32,6 +32,7 @@ def _endpoint(spec: ClusterSpec) -> Endpoint:
         bootstrap=spec.url,
         producer=spec.client_config("producer"),
         consumer=spec.client_config("consumer"),
+        admin=spec.client_config("admin"),
     )
 
 

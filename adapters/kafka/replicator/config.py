@@ -29,6 +29,7 @@ class Endpoint:
     bootstrap: str
     producer: dict[str, Any] = field(default_factory=dict)
     consumer: dict[str, Any] = field(default_factory=dict)
+    admin: dict[str, Any] = field(default_factory=dict)  # the cluster's settings (TLS, SASL) for admin requests
 
 
 @dataclass(frozen=True)

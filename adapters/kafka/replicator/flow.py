@@ -59,8 +59,8 @@ class KafkaFlow:
         src, dst = config.source, config.target
         self.status = FlowStatus(flow=config.name, system="kafka", policy=config.policy)
         self.status.intervals_overridden = config.overridden_intervals()
-        self._source_admin = AdminClient({"bootstrap.servers": src.bootstrap})
-        self._target_admin = AdminClient({"bootstrap.servers": dst.bootstrap})
+        self._source_admin = AdminClient({**src.admin, "bootstrap.servers": src.bootstrap})
+        self._target_admin = AdminClient({**dst.admin, "bootstrap.servers": dst.bootstrap})
         # One request in flight keeps each partition in order across retries, without the
         # producer-id state of an idempotent producer, which a broker that restarted empty
         # rejects (Tansu: UnknownProducerId, then PRODUCER_FENCED). Retried writes may
