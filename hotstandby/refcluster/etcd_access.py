@@ -27,7 +27,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from hotstandby.configcenter.center import ConfigCenter
-from hotstandby.configcenter.roles import auth_admin, role_name, setup_roles
 from hotstandby.errors import ConfigError
 from hotstandby.etcd_security import EtcdSecurity
 from hotstandby.refcluster.certs import LocalCA
@@ -123,6 +122,8 @@ class EtcdAccess:
     def enable_auth(self) -> None:
         """On a fresh etcd (auth off): ``root`` and the role users with new passwords, then
         ``auth enable``. Roles come with each namespace (:meth:`grant`)."""
+        from hotstandby.configcenter.roles import auth_admin  # pyetcd's Auth stubs: only when secure
+
         with ConfigCenter.open(self.settings("/hotstandby", user=None)) as center:
             admin = auth_admin(center)
             for user in (ROOT, *ROLE_USERS):
@@ -134,6 +135,8 @@ class EtcdAccess:
         """The roles for ``namespace``, granted to the users of the same role (as root)."""
         if not self.secure:
             return
+        from hotstandby.configcenter.roles import auth_admin, role_name, setup_roles
+
         with ConfigCenter.open(self.settings(namespace)) as center:
             admin = auth_admin(center)
             setup_roles(admin, namespace)
