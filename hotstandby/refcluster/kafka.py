@@ -17,12 +17,13 @@ __all__ = ["KAFKA", "KAFKA_OVERRIDES", "KafkaSystem"]
 # * Tansu advances the high watermark by one per produced batch, so producers send one
 #   record per batch to keep end offsets right;
 # * Tansu completes a group join after about session.timeout.ms / 2, so a short session
-#   timeout keeps subscribe() fast (6 s -> about 3 s);
+#   timeout keeps subscribe() and a switch's join fast (4 s -> about 2 s; heartbeats every
+#   second keep a member well inside it);
 # * Tansu answers a fetch only when fetch.wait.max.ms has passed, even when records arrived
 #   (median delivery 200 ms at librdkafka's 500 ms default, about 1 ms at 50 ms).
 KAFKA_OVERRIDES: dict[str, dict[str, str | int]] = {
     "producer": {"batch.num.messages": 1},
-    "consumer": {"session.timeout.ms": 6000, "fetch.wait.max.ms": 50},
+    "consumer": {"session.timeout.ms": 4000, "heartbeat.interval.ms": 1000, "fetch.wait.max.ms": 50},
 }
 
 

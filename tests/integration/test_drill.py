@@ -79,7 +79,7 @@ def test_spark_drill_with_a_killed_primary_and_a_killed_driver_loses_and_duplica
     from the command line (README)."""
     pytest.importorskip("pyspark")
     code, report = drill(refcluster, capsys, "--system", "spark", "--messages", "3000", "--switches", "2",
-                         "--kill-primary", "--timeout", "300")  # fmt: skip
+                         "--kill-primary", "--rate", "300", "--timeout", "300")  # fmt: skip
     assert (report["system"], report["consumers"]) == ("spark", 1)
     assert (report["produced"], report["consumed"]) == (3000, 3000)
     assert (report["lost"], report["duplicated"]) == (0, 0)

@@ -57,5 +57,5 @@ def test_pulsar_lite_metrics_server_is_disabled_and_partitions_are_set(tmp_path)
 def test_kafka_clusters_carry_the_broker_overrides(tmp_path) -> None:  # type: ignore[no-untyped-def]
     spec = RefCluster(tmp_path).cluster_spec("kafka-b")
     assert spec.client_config("producer")["batch.num.messages"] == 1
-    assert spec.client_config("consumer")["session.timeout.ms"] == 6000
+    assert spec.client_config("consumer")["session.timeout.ms"] == 4000
     assert spec.client_config("consumer")["fetch.wait.max.ms"] == 50
