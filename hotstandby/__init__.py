@@ -1,8 +1,9 @@
 """hotstandby: Kafka and Pulsar clients that fail over between replicated clusters in-process.
 
 The config center (etcd) holds cluster definitions and routes; flipping a route's active
-cluster moves every hotstandby client of that route. Importing this package is cheap: it
-never imports confluent_kafka, pulsar, pyspark or the etcd client.
+cluster moves every hotstandby client of that route; ``hotstandby.on_switch`` reports each
+switch as a :class:`SwitchEvent`, :mod:`hotstandby.metrics` counts them. Importing this
+package is cheap: it never imports confluent_kafka, pulsar, pyspark or the etcd client.
 """
 
 from hotstandby.configcenter import ConfigCenter, MemoryStore, RouteChange, RouteWatcher
@@ -24,6 +25,7 @@ from hotstandby.errors import (
     UnknownRouteError,
     ValidationError,
 )
+from hotstandby.failover.switch_events import SwitchEvent, SwitchPhase
 from hotstandby.settings import Settings
 
 __version__ = "0.1.0"
@@ -48,6 +50,8 @@ __all__ = [
     "Settings",
     "StaleEpochError",
     "SwitchError",
+    "SwitchEvent",
+    "SwitchPhase",
     "UnexpectedEpochError",
     "UnknownClusterError",
     "UnknownRouteError",

@@ -31,6 +31,9 @@ never hands a record over twice.
   one, resuming from the group's committed offsets there or else from the beginning — never
   after an unprocessed record; whatever is read again is filtered.
 
+``hotstandby.on_switch`` (a callable in the configuration) is given each switch event
+(docs/observability.md).
+
 The class delegates: fetching and the filter (``consumer_fetch``), acknowledging and committing
 (``consumer_commit``), subscription and rebalances (``consumer_rebalance``), its part in the
 switch protocol (``consumer_switch``); the state they share lives in ``consumer_state``.
@@ -57,6 +60,7 @@ from hotstandby.failover.follower import RouteClient, RouteFollower, wait_slices
 from hotstandby.failover.ledger.follower import LedgerFollower
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore
+from hotstandby.failover.switch_events import ClientCounts
 
 __all__ = ["Consumer"]
 
@@ -107,7 +111,7 @@ class Consumer(RouteClient):
         try:
             s.spec = follower.initial_cluster
             s.inner = s.connect(s.spec)
-            follower.join(self._switch, s.gate, lambda: s.spec)
+            follower.join(self._switch, s.gate, lambda: s.spec, counts=lambda: ClientCounts(filtered=s.acks.filtered))
         except BaseException:
             follower.close()
             raise

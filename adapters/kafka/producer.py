@@ -10,7 +10,8 @@ partition, in order — what the outbox says: every pending record and every rec
 replay window that replication has not provably copied to the new cluster (MM2's position
 there, see replication_progress); then new records follow. Records the old cluster stored
 twice, or that replication copied, are filtered by consumers by their hs-id. ``on_delivery``
-fires exactly once per produced record.
+fires exactly once per produced record. ``hotstandby.on_switch`` (a callable in the
+configuration) is given each switch event (docs/observability.md).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from hotstandby.failover.identity import HEADER, RecordId, new_session
 from hotstandby.failover.outbox import Outbox, ReplicatedTo, Stored
 from hotstandby.failover.partitioner import Partitioner
 from hotstandby.failover.probe import probe_cluster
+from hotstandby.failover.switch_events import ClientCounts
 from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import Seldom, get_logger
@@ -141,7 +143,7 @@ class Producer(RouteClient):
         self.switches = 0
         self._move: tuple[RawProducer, dict[tuple[str, int], ReplicatedTo]] | None = None
         self._old: RawProducer | None = None
-        self._inner = self._join(self._connect, self, SwitchGate(self._lock))
+        self._inner = self._join(self._connect, self, SwitchGate(self._lock), lambda: ClientCounts(resent=self.resent))
 
     # -- connections ----------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteClient, RouteFollower
+from hotstandby.failover.switch_events import ClientCounts
 from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.failover.switch_protocol import SwitchParticipant
 
@@ -51,9 +52,9 @@ class MemoryClient(RouteClient):
             self._follower.close()
             raise
 
-    def _follow_route(self, participant: SwitchParticipant) -> None:
+    def _follow_route(self, participant: SwitchParticipant, counts: Callable[[], ClientCounts] | None = None) -> None:
         try:
-            self._follower.join(participant, self.gate, lambda: self._spec)
+            self._follower.join(participant, self.gate, lambda: self._spec, counts=counts)
         except BaseException:
             self._follower.close()
             raise

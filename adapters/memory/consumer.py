@@ -39,6 +39,7 @@ from hotstandby.failover.ledger.follower import LedgerFollower
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.ownership import Ledgers
 from hotstandby.failover.ledger.store import LedgerStore
+from hotstandby.failover.switch_events import ClientCounts
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.failover.translation import Proposal, Strategy, choose
 from hotstandby.logs import get_logger
@@ -86,7 +87,7 @@ class Consumer(MemoryClient):  # type: ignore[misc,unused-ignore]
             center, group, self._merge, name=f"ledgers-{options.client_id}", retry_s=0.01
         )
         self._ledger_follower.start()
-        self._follow_route(self)
+        self._follow_route(self, lambda: ClientCounts(filtered=self._acks.filtered))
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)

@@ -31,6 +31,7 @@ from hotstandby.failover.follower import wait_slices
 from hotstandby.failover.identity import HEADER, RecordId, new_session
 from hotstandby.failover.outbox import Outbox, ReplicatedTo, Stored
 from hotstandby.failover.partitioner import Partitioner
+from hotstandby.failover.switch_events import ClientCounts
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
 
@@ -91,7 +92,7 @@ class Producer(MemoryClient):  # type: ignore[misc,unused-ignore]
         self._copied: dict[tuple[str, int], ReplicatedTo] = {}
         self.resent = 0
         self.trimmed = 0
-        self._follow_route(self)
+        self._follow_route(self, lambda: ClientCounts(resent=self.resent))
 
     # -- producing ------------------------------------------------------------------------
 

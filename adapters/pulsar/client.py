@@ -18,6 +18,10 @@ and readers' reads (and the making of new members) while the switch runs:
 4. *move* — the counterparts replace the old ones; producers re-send what the old cluster had
    not acknowledged and their replay window; the gate opens; the old client is closed in the
    background.
+
+``on_switch`` (or ``hotstandby.on_switch`` in ``options``) is given each switch event of the
+client (docs/observability.md): its re-sent count sums its producers', its filtered count its
+consumers'.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from hotstandby.errors import ConfigError
 from hotstandby.failover.client_options import PREFIX, ClientOptions
 from hotstandby.failover.follower import RouteClient, RouteFollower
 from hotstandby.failover.ledger.store import LedgerStore
+from hotstandby.failover.switch_events import ClientCounts, OnSwitch
 from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
@@ -80,7 +85,8 @@ class Client(RouteClient):
     an ``authentication`` keyword: that one serves clusters whose definitions name none
     (:mod:`hotstandby.adapters.pulsar.client_settings`). ``center`` (a :class:`ConfigCenter`,
     left open on close) and ``ledger_store`` replace the ones the client would open itself
-    (tests, another store).
+    (tests, another store). ``on_switch`` is called with each
+    :class:`~hotstandby.failover.switch_events.SwitchEvent` (docs/observability.md).
     """
 
     def __init__(
@@ -93,10 +99,13 @@ class Client(RouteClient):
         options: Mapping[str, Any] | None = None,
         center: ConfigCenter | None = None,
         ledger_store: LedgerStore | None = None,
+        on_switch: OnSwitch | None = None,
         **client_kwargs: Any,
     ) -> None:
         config: dict[str, Any] = dict(options or {})
         config[f"{PREFIX}route"] = route
+        if on_switch is not None:
+            config[f"{PREFIX}on_switch"] = on_switch
         for key, value in (("etcd", etcd), ("namespace", namespace), ("client.id", client_id)):
             if value is not None:
                 config[f"{PREFIX}{key}"] = value
@@ -116,10 +125,11 @@ class Client(RouteClient):
         self._readers: list[Reader] = []
         self._subscriptions: dict[tuple[str, str], SubscriptionState] = {}
         self._closed = False
+        self._retired = ClientCounts()  # what closed producers re-sent, closed consumers filtered
         self._follower = RouteFollower(self.options, "pulsar", role="client", center=center)
         self._ledger_store = ledger_store if ledger_store is not None else LedgerStore(self._follower.center)
         self._inner: pulsar.Client
-        self._join(self._connect_first, self, self._gate)
+        self._join(self._connect_first, self, self._gate, self._counts)
 
     def _connect(self, spec: ClusterSpec) -> pulsar.Client:
         return pulsar.Client(spec.url, **client_kwargs(spec, self._client_kwargs))
@@ -214,6 +224,9 @@ class Client(RouteClient):
         """A producer, consumer or reader is closed: close its pulsar counterpart; it no longer moves."""
         close_quietly(inner)
         with self._lock:
+            if member in self._producers:
+                resent = int(getattr(member, "resent", 0))
+                self._retired = ClientCounts(self._retired.resent + resent, self._retired.filtered)
             self._producers = [p for p in self._producers if p is not member]
             self._consumers = [c for c in self._consumers if c is not member]
             self._readers = [r for r in self._readers if r is not member]
@@ -238,7 +251,17 @@ class Client(RouteClient):
             if state.users > 0:
                 return
             self._subscriptions.pop((state.topic, state.subscription), None)
+            self._retired = ClientCounts(self._retired.resent, self._retired.filtered + state.acks.filtered)
         state.close()
+
+    def _counts(self) -> ClientCounts:
+        """Records re-sent by this client's producers and filtered by its consumers, so far
+        (read without the lock: a copy of each list; a count read mid-change is read again)."""
+        retired, producers, states = self._retired, list(self._producers), list(self._subscriptions.values())
+        return ClientCounts(
+            resent=retired.resent + sum(p.resent for p in producers),
+            filtered=retired.filtered + sum(s.acks.filtered for s in states),
+        )
 
     def _check_open(self) -> None:
         if self._closed:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from hotstandby.cli.output import emit, invalid_section, table
+from hotstandby.cli.status_verdict import DEFAULT_SWITCH_GRACE_S, verdict
 from hotstandby.configcenter import ConfigCenter, Snapshot
 from hotstandby.configcenter.documents import ClusterSpec, Route
 from hotstandby.errors import ClusterNotAnswering, HotStandbyError, UnknownRouteError, ValidationError
@@ -224,6 +226,9 @@ def status(args: argparse.Namespace) -> int:
         "disagreeing_clients": disagree,
         "invalid": [_problem(p) for p in problems],
     }
+    found = verdict(routes, {name: p.ok for name, p in answers.items()}, clients, now=time.time(),
+                    grace_s=args.switch_grace)  # fmt: skip
+    data["health"] = found.as_dict()
     if args.route:
         route_clients = clients[args.route]
         data["clients"] = sorted(route_clients, key=lambda c: (str(c.get("cluster", "")), str(c.get("client", ""))))
@@ -232,7 +237,7 @@ def status(args: argparse.Namespace) -> int:
                 name: sum(1 for c in route_clients if c.get("cluster") == name) for name in routes[args.route].clusters
             }
     emit(args.json, data, _status_text(args, settings, snap.revision, data))
-    return 1 if args.route and args.route not in routes else 0
+    return 1 if args.route and args.route not in routes else found.code
 
 
 def _status_text(args: argparse.Namespace, settings: Settings, revision: int, data: dict[str, Any]) -> str:
@@ -270,7 +275,23 @@ def _status_text(args: argparse.Namespace, settings: Settings, revision: int, da
                 for d in data["disagreeing_clients"]
             ],
         )  # fmt: skip
+    health = data["health"]
+    for down in health["active_not_answering"]:
+        human += f"\n\nACTIVE CLUSTER NOT ANSWERING: {down}"
+    if health["clients_behind"]:
+        human += f"\n\nclients behind their route for longer than {args.switch_grace:g} s: " + ", ".join(
+            str(c["client"]) for c in health["clients_behind"]
+        )
     return human + invalid_section(data["invalid"])
+
+
+_STATUS_EXIT = """exit status:
+  0  every route's active cluster answers, every client runs where its route says
+  1  error (etcd unreachable, unknown route, the named route's document invalid)
+  2  bad usage
+  3  a route's active cluster does not answer
+  4  a client runs on another cluster or epoch than its route for longer than --switch-grace
+     (counted from the flip); 3 wins when both apply"""
 
 
 def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:  # type: ignore[type-arg]
@@ -311,7 +332,11 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     p.add_argument("--probe-timeout", type=float, default=2.0, help="probe timeout per broker, seconds")
     p.set_defaults(func=switch)
 
-    p = sub.add_parser("status", parents=[common], help="routes, whether each cluster answers, a route's clients")
+    p = sub.add_parser("status", parents=[common], help="routes, whether each cluster answers, a route's clients",
+                       epilog=_STATUS_EXIT, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("route", nargs="?", help="show only this route, with its clients per cluster")
     p.add_argument("--timeout", type=float, default=2.0, help="probe timeout per broker, seconds")
+    p.add_argument("--switch-grace", type=float, default=DEFAULT_SWITCH_GRACE_S, metavar="SECONDS",
+                   help="how long a client may run on another cluster or epoch than its route after a flip "
+                   f"(default {DEFAULT_SWITCH_GRACE_S:g})")  # fmt: skip
     p.set_defaults(func=status)

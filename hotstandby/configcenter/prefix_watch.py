@@ -9,6 +9,9 @@ watch loop (the route watcher and the ledger follower run on it).
   jitter (tenacity), interruptible by :meth:`PrefixWatch.stop`.
 * After a compaction (history it needs is gone) it reads the prefix again (``on_snapshot``
   with ``initial`` False) and watches from there.
+* The gauge ``hotstandby_etcd_watches{prefix,state}`` counts the running watches of a prefix
+  that are ``connected`` and those ``reconnecting``; each connection after the first counts in
+  ``hotstandby_etcd_watch_reconnects_total{prefix}``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import tenacity
 from hotstandby.configcenter.store import Event, KeyValue, KVStore, WatchStream
 from hotstandby.errors import HotStandbyError, RevisionCompacted
 from hotstandby.logs import get_logger
+from hotstandby.metrics.instruments import ETCD_WATCH_RECONNECTS, ETCD_WATCHES
 
 __all__ = ["OnEvent", "OnSnapshot", "PrefixWatch"]
 
@@ -57,6 +61,7 @@ class PrefixWatch:
         self._need_snapshot = True
         self._initial = True
         self._connections = 0
+        self._counted: str | None = None  # this watch's state in the metrics
         #: The last store revision fully processed.
         self.revision = 0
         #: Connections re-established after the first one.
@@ -124,11 +129,13 @@ class PrefixWatch:
                     stream.cancel()
                     stream = None
                 except self._store.recoverable_errors as exc:
+                    self._state("reconnecting")
                     log.warning("watch.disconnected", prefix=self.prefix, error=str(exc),
                                 resume_from=self.revision + 1)  # fmt: skip
                     stream.cancel()
                     stream = None
                 except Exception as exc:  # a bug: log it, back off, resume from the last revision
+                    self._state("reconnecting")
                     log.exception("watch.failed", prefix=self.prefix, error=repr(exc), resume_from=self.revision + 1)
                     stream.cancel()
                     stream = None
@@ -136,6 +143,7 @@ class PrefixWatch:
         finally:
             if stream is not None:
                 stream.cancel()
+            self._state(None)
             log.info("watch.stopped", prefix=self.prefix, revision=self.revision)
 
     def _connect(self) -> WatchStream | None:
@@ -152,6 +160,7 @@ class PrefixWatch:
 
         def before_sleep(state: tenacity.RetryCallState) -> None:
             error = state.outcome.exception() if state.outcome else None
+            self._state("reconnecting")
             log.info("watch.reconnecting", prefix=self.prefix, attempt=state.attempt_number,
                      error=str(error) if error else None)  # fmt: skip
 
@@ -174,8 +183,21 @@ class PrefixWatch:
             return None
         self._connections += 1
         self.reconnects = self._connections - 1
+        self._state("connected")
+        if self.reconnects:
+            ETCD_WATCH_RECONNECTS.inc(prefix=self.prefix)
         log.info("watch.connected", prefix=self.prefix, start_revision=self.revision + 1, reconnects=self.reconnects)
         return stream
+
+    def _state(self, state: str | None) -> None:
+        """Move this watch's count in ``hotstandby_etcd_watches`` to ``state`` (None: stopped)."""
+        if self._counted == state:
+            return
+        if self._counted is not None:
+            ETCD_WATCHES.add(-1, prefix=self.prefix, state=self._counted)
+        if state is not None:
+            ETCD_WATCHES.add(1, prefix=self.prefix, state=state)
+        self._counted = state
 
     def _compacted(self, exc: RevisionCompacted) -> None:
         log.warning("watch.compacted", prefix=self.prefix, wanted=self.revision + 1, oldest=exc.compact_revision)

@@ -22,6 +22,9 @@ key                                 default   meaning
 ``hotstandby.drain.timeout.ms``     10000     planned switch: time to finish on the old cluster
 ``hotstandby.partitioner``          by kind   keyed partitioner (murmur2, crc32, java-string)
 ``hotstandby.timestamp.skew.ms``    5000      clock-skew margin (timestamp seeks, replay trim)
+``hotstandby.on_switch``            none      a callable given each
+                                              :class:`~hotstandby.failover.switch_events.SwitchEvent`
+                                              (docs/observability.md)
 ==================================  ========  ==============================================
 """
 
@@ -35,6 +38,7 @@ from typing import Any
 from hotstandby.adapter import cluster_keys
 from hotstandby.errors import ConfigError, ValidationError
 from hotstandby.etcd_security import ETCD_SECURITY_KEYS, etcd_security_args
+from hotstandby.failover.switch_events import OnSwitch
 from hotstandby.settings import Settings
 
 __all__ = ["PREFIX", "ClientOptions"]
@@ -88,6 +92,8 @@ class ClientOptions:
     timestamp_skew_ms: int = 5_000
     #: The clusters this client may be moved to; empty: any the route names.
     allowed_clusters: frozenset[str] = frozenset()
+    #: Called with each switch event (on the client's event thread), or None.
+    on_switch: OnSwitch | None = None
 
     def allows(self, cluster: str) -> bool:
         return not self.allowed_clusters or cluster in self.allowed_clusters
@@ -105,10 +111,14 @@ class ClientOptions:
             raise ValidationError(PREFIX + "route", "required: the route this client follows")
         known = {f"{PREFIX}{k}" for k in ("route", "etcd", "etcd.timeout.ms", "namespace", "client.id", "replay.window.ms",
                                           "replay.window.bytes", "drain.timeout.ms", "partitioner",
-                                          "timestamp.skew.ms", "clusters.allowed", *ETCD_SECURITY_KEYS)}  # fmt: skip
+                                          "timestamp.skew.ms", "clusters.allowed", "on_switch",
+                                          *ETCD_SECURITY_KEYS)}  # fmt: skip
         unknown = sorted(k for k in config if k.startswith(PREFIX) and k not in known)
         if unknown:
             raise ValidationError(unknown[0], f"unknown setting; known: {', '.join(sorted(known))}")
+        on_switch = config.get(PREFIX + "on_switch")
+        if on_switch is not None and not callable(on_switch):
+            raise ValidationError(PREFIX + "on_switch", f"expected a callable, got {on_switch!r:.40}")
         options = cls(
             route=route,
             settings=Settings.resolve(
@@ -124,6 +134,7 @@ class ClientOptions:
             partitioner=str(config.get(PREFIX + "partitioner", "")),
             timestamp_skew_ms=_int(config, PREFIX + "timestamp.skew.ms", 5_000),
             allowed_clusters=parse_allowed(config.get(PREFIX + "clusters.allowed")),
+            on_switch=on_switch,
         )
         passthrough = {k: v for k, v in config.items() if not k.startswith(PREFIX)}
         return options, passthrough

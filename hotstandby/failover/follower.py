@@ -7,6 +7,11 @@ follows the route through the process's shared route watcher and hands each acce
 to a :class:`~hotstandby.failover.switching.Switcher`, which runs the switch protocol
 (:meth:`RouteFollower.join`). One follower serves a client object tree (a Kafka producer or
 consumer, a Pulsar client with all its producers, consumers and readers).
+
+It is also where a client's switches are reported: each one as
+:class:`~hotstandby.failover.switch_events.SwitchEvent` to ``hotstandby.on_switch`` and to the
+metrics (:mod:`hotstandby.failover.switch_events`), and the cluster and epoch the client uses
+in the ``hotstandby_client_*`` gauges next to its presence document.
 """
 
 from __future__ import annotations
@@ -23,10 +28,13 @@ from hotstandby.errors import ConfigCenterUnavailable, ConfigError
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.presence import Presence, list_clients
 from hotstandby.failover.probe import probe_cluster
+from hotstandby.failover.switch_events import ClientCounts, SwitchEvent, SwitchEvents, SwitchPhase
 from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.failover.switch_protocol import SwitchParticipant, SwitchPlan, run_switch
 from hotstandby.failover.switching import Perform, Switcher, SwitchState
 from hotstandby.logs import get_logger
+from hotstandby.metrics.instruments import CLIENT_CLUSTER, CLIENT_EPOCH, FILTERED
+from hotstandby.metrics.registry import Followed
 
 __all__ = ["RouteClient", "RouteFollower", "wait_slices"]
 
@@ -77,6 +85,8 @@ class RouteFollower:
         self._rejected = 0  # the newest epoch refused by the allow-list
         self.switcher: Switcher | None = None
         self.presence: Presence | None = None
+        self.events = SwitchEvents(options.client_id, role, options.on_switch)
+        self._followed: Followed | None = None  # the client's filtered count, in the metrics
 
     def patiently(self, call: Callable[[], T], what: str) -> T:
         """``call()``, tried again while etcd is unreachable, for up to the etcd timeout
@@ -137,11 +147,16 @@ class RouteFollower:
         source: Callable[[], ClusterSpec],
         *,
         since: Route | None = None,
+        counts: Callable[[], ClientCounts] | None = None,
     ) -> None:
         """Follow the route from now on, moving ``participant`` through the switch protocol
         (``source()``: the cluster it uses now). ``since``: the route as the participant last
         followed it, when that is not the route read now (a query restarted from a checkpoint
-        taken at an older epoch): the current route is then a switch to run."""
+        taken at an older epoch): the current route is then a switch to run. ``counts``: the
+        client's running totals (records re-sent, filtered), for switch events and metrics."""
+        if counts is not None:
+            self.events.counts = counts
+            self._followed = FILTERED.follow(lambda: counts().filtered, route=self.options.route, role=self.role)
 
         def perform(current: Route, target: Route, set_state: Callable[[SwitchState], None]) -> None:
             plan = self.plan(current, target, source())
@@ -156,7 +171,11 @@ class RouteFollower:
         """Follow the route from now on: changes run ``perform`` on the switcher's thread
         (``since``: see :meth:`join`)."""
         self.switcher = Switcher(
-            self.options.client_id, since or self.initial_route, perform, answers=self.target_answers
+            self.options.client_id,
+            since or self.initial_route,
+            perform,
+            answers=self.target_answers,
+            on_event=self.events.emit,
         )
         self.presence = Presence(self.center, self.options.route, self.options.client_id, self.role)
         self.switcher.listen(self._publish)
@@ -175,6 +194,10 @@ class RouteFollower:
         assert self.switcher is not None and self.presence is not None
         last = self.switcher.history[-1] if self.switcher.history else None
         route = self.switcher.route
+        names = {"route": self.options.route, "client": self.options.client_id, "role": self.role}
+        CLIENT_CLUSTER.remove_matching(route=self.options.route, client=self.options.client_id)
+        CLIENT_CLUSTER.set(1, cluster=route.active, **names)
+        CLIENT_EPOCH.set(route.epoch, **names)
         self.presence.publish(
             **self.labels,
             cluster=route.active,
@@ -194,6 +217,12 @@ class RouteFollower:
                 log.error("route.rejected", client=self.options.client_id, route=route.name, to=route.active,
                           epoch=route.epoch, reason="not in hotstandby.clusters.allowed",
                           allowed=sorted(self.options.allowed_clusters))  # fmt: skip
+                current = self.switcher.route
+                self.events.emit(SwitchEvent(
+                    phase=SwitchPhase.REJECTED, route=route.name, client_id=self.options.client_id, role=self.role,
+                    from_cluster=current.active, to_cluster=route.active, from_epoch=current.epoch,
+                    to_epoch=route.epoch, error="not in hotstandby.clusters.allowed",
+                ))  # fmt: skip
             return
         self.switcher.offer(change)
 
@@ -225,6 +254,12 @@ class RouteFollower:
         """Stop following; the last client of the shared connection closes it."""
         if self.switcher is not None:
             self.switcher.close()
+        self.events.close()
+        if self._followed is not None:
+            self._followed.close()
+        if self.switcher is not None:
+            CLIENT_CLUSTER.remove_matching(route=self.options.route, client=self.options.client_id)
+            CLIENT_EPOCH.remove(route=self.options.route, client=self.options.client_id, role=self.role)
         if self.presence is not None:
             self.presence.close()
         self._shared.close()
@@ -250,13 +285,17 @@ class RouteClient:
     _follower: RouteFollower
     _spec: ClusterSpec
 
-    def _join(self, connect: Callable[[ClusterSpec], C], participant: SwitchParticipant, gate: SwitchGate) -> C:
+    def _join(
+        self, connect: Callable[[ClusterSpec], C], participant: SwitchParticipant, gate: SwitchGate,
+        counts: Callable[[], ClientCounts] | None = None,
+    ) -> C:  # fmt: skip
         """Connect to the route's active cluster, then follow the route through the switch
-        protocol (``participant`` keeps :attr:`_spec` the cluster it uses); closes all on failure."""
+        protocol (``participant`` keeps :attr:`_spec` the cluster it uses; ``counts``: see
+        :meth:`RouteFollower.join`); closes all on failure."""
         try:
             self._spec = self._follower.initial_cluster
             inner = connect(self._spec)
-            self._follower.join(participant, gate, lambda: self._spec)
+            self._follower.join(participant, gate, lambda: self._spec, counts=counts)
             return inner
         except BaseException:
             self._follower.close()

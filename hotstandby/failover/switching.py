@@ -14,7 +14,9 @@ on its own thread so the route watcher is never blocked:
   client keeps the cluster it has until a switch completes — the ``perform`` callback must
   build the new connection before giving up the old one;
 * every switch is logged (``switch.started``, ``switch.completed``, ``switch.failed``) and
-  timed.
+  timed, and reported at the same points as a
+  :class:`~hotstandby.failover.switch_events.SwitchEvent` to ``on_event`` (called on the
+  switcher's thread, holding no lock).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import tenacity
 
 from hotstandby.configcenter import RouteChange
 from hotstandby.configcenter.documents import Route
+from hotstandby.failover.switch_events import SwitchEvent, SwitchPhase
 from hotstandby.logs import get_logger
 
 __all__ = ["SwitchRecord", "SwitchState", "Switcher"]
@@ -70,8 +73,10 @@ class Switcher:
         answers: Answers | None = None,
         max_backoff: float = 5.0,
         poll_s: float = 0.2,
+        on_event: Callable[[SwitchEvent], None] | None = None,
     ) -> None:
         self.name = name
+        self._on_event = on_event
         self._route = route
         self._perform = perform
         self._answers = answers
@@ -110,6 +115,20 @@ class Switcher:
                 callback()
             except Exception as exc:  # a listener must not break switching
                 log.warning("switch.listener_failed", client=self.name, error=repr(exc))
+
+    def _report(
+        self, phase: SwitchPhase, current: Route, target: Route, attempt: int, *,
+        duration_s: float | None = None, error: str | None = None,
+    ) -> None:  # fmt: skip
+        if self._on_event is None:
+            return
+        event = SwitchEvent(phase=phase, route=target.name, client_id=self.name, role="", from_cluster=current.active,
+                            to_cluster=target.active, from_epoch=current.epoch, to_epoch=target.epoch,
+                            attempt=attempt, duration_s=duration_s, error=error)  # fmt: skip
+        try:
+            self._on_event(event)
+        except Exception as exc:  # reporting must not break switching
+            log.warning("switch.report_failed", client=self.name, phase=phase.value, error=repr(exc))
 
     def _set_state(self, state: SwitchState) -> None:
         with self._lock:
@@ -179,6 +198,7 @@ class Switcher:
             to=target.active,
             epoch=target.epoch,
         )
+        self._report(SwitchPhase.STARTED, current, target, 0)
         checks = failed = 0  # this switch's checks that found the target down, and failures
         while not self._stopped.is_set():
             try:
@@ -202,6 +222,8 @@ class Switcher:
                 delay = wait(_attempt(failed))
                 log.warning("switch.failed", client=self.name, to=target.active, epoch=target.epoch,
                             attempt=attempts, error=repr(exc), retry_in_s=round(delay, 2))  # fmt: skip
+                self._report(SwitchPhase.FAILED, current, target, attempts, error=repr(exc),
+                             duration_s=time.monotonic() - started)  # fmt: skip
                 if self._superseded(delay):
                     return
                 continue
@@ -214,6 +236,7 @@ class Switcher:
             self._changed()
             log.info("switch.completed", client=self.name, source=current.active, to=target.active,
                      epoch=target.epoch, duration_ms=round(duration * 1000, 1), attempts=attempts)  # fmt: skip
+            self._report(SwitchPhase.COMPLETED, current, target, attempts, duration_s=duration)
             return
 
     def _superseded(self, delay: float) -> bool:

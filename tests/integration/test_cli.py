@@ -195,6 +195,11 @@ def test_switch_refuses_a_cluster_that_does_not_answer_unless_forced(
     assert center.route("to-dead").epoch == 1
     code, out, _ = run(capsys, "switch", "to-dead", "--to", "kafka-dead", "--force", *where)
     assert code == 0 and "epoch 1 -> 2" in out
+    # Forced onto a cluster that does not answer: status says so, exit status 3.
+    code, out, _ = run(capsys, "status", "to-dead", "--timeout", "0.5", *where)
+    assert code == 3 and "ACTIVE CLUSTER NOT ANSWERING: to-dead: kafka-dead" in out
+    code, _, _ = run(capsys, "status", "orders", "--timeout", "0.5", *where)
+    assert code == 0, "another route, on clusters that answer"
 
 
 def test_status_says_which_running_clients_disagree_with_the_stored_route(
@@ -217,3 +222,7 @@ def test_status_says_which_running_clients_disagree_with_the_stored_route(
     assert any(i["key"].endswith("/garbage") and "JSON object" in i["reason"] for i in data["invalid"])
     code, out, _ = run(capsys, "status", "orders", *where)
     assert code == 0 and "clients that disagree with the stored route" in out
+    # Behind for longer than a switch takes (here: any time at all): exit status 4, naming it.
+    code, out, _ = run(capsys, "status", "orders", "--json", "--switch-grace", "0", *where)
+    health = json.loads(out)["health"]
+    assert code == 4 and [c["client"] for c in health["clients_behind"]] == ["behind"], health

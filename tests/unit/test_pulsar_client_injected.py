@@ -9,6 +9,8 @@ from hotstandby.adapters.pulsar import Client
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.ledger.store import LedgerStore
+from hotstandby.failover.switch_events import SwitchEvent, SwitchPhase
+from tests.support import wait_for
 
 
 def _closed_port() -> int:
@@ -34,3 +36,22 @@ def test_a_client_uses_the_center_and_ledger_store_passed_in_and_leaves_the_cent
     finally:
         client.close()
     assert center.route("r").active == "pulsar-a"  # still open: it belongs to the caller
+
+
+def test_on_switch_is_a_keyword_of_the_client_and_a_rejected_flip_reaches_it() -> None:
+    center = ConfigCenter(MemoryStore())
+    for name in ("pulsar-a", "pulsar-b"):
+        center.put_cluster(ClusterSpec(name=name, kind="pulsar", url=f"pulsar://127.0.0.1:{_closed_port()}"))
+    center.create_route("r", ["pulsar-a", "pulsar-b"], "pulsar-a")
+    events: list[SwitchEvent] = []
+    client = Client("r", etcd=f"127.0.0.1:{_closed_port()}", center=center, on_switch=events.append,
+                    options={"hotstandby.clusters.allowed": "pulsar-a"})  # fmt: skip
+    try:
+        assert client.options.on_switch == events.append
+        center.switch("r", "pulsar-b")
+        wait_for(lambda: events, 5, "a rejected event")
+        [event] = events
+        assert (event.phase, event.role, event.to_cluster) == (SwitchPhase.REJECTED, "client", "pulsar-b")
+        assert (event.resent, event.filtered) == (0, 0)
+    finally:
+        client.close()

@@ -9,17 +9,23 @@ ledgers, skips them), the generation and owner stay the newer owner's, and
 :class:`FencedError` tells us that another member owns it now. Flush the ledger before
 committing offsets: a ledger ahead of the committed position only filters records, one
 behind costs duplicates.
+
+Each write to the config center is timed (``hotstandby_ledger_store_seconds``, by ``op``:
+``save`` or ``claim``) and counted when it fails (``hotstandby_ledger_store_failures_total``).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.versioned import Versioned, read_versioned, update_versioned
 from hotstandby.errors import FencedError, ValidationError
 from hotstandby.failover.ledger.ledger import LedgerDocument, PartitionLedger
 from hotstandby.logs import get_logger
+from hotstandby.metrics.instruments import LEDGER_STORE_FAILURES, LEDGER_STORE_SECONDS
 
 __all__ = ["DEFAULT_SESSION_MAX_AGE_MS", "LedgerStore"]
 
@@ -32,6 +38,23 @@ _CAS_ATTEMPTS = 5
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+@contextmanager
+def _measured(op: str) -> Iterator[None]:
+    started = time.monotonic()
+    try:
+        yield
+    except Exception:
+        LEDGER_STORE_FAILURES.inc(op=op)
+        raise
+    finally:
+        LEDGER_STORE_SECONDS.observe(time.monotonic() - started, op=op)
+
+
+def _update(center: ConfigCenter, key: str, change: Callable[[Versioned], bytes], op: str) -> None:
+    with _measured(op):
+        update_versioned(center, key, change, attempts=_CAS_ATTEMPTS)
 
 
 class LedgerStore:
@@ -70,7 +93,7 @@ class LedgerStore:
             written[:] = [doc]
             return doc.to_json().encode()
 
-        update_versioned(self._center, key, claimed, attempts=_CAS_ATTEMPTS)
+        _update(self._center, key, claimed, "claim")
         doc = written[0]
         log.info("ledger.claimed", key=key, generation=doc.generation, owner=owner, records=len(doc.ledger))
         return doc
@@ -94,7 +117,7 @@ class LedgerStore:
             written[:] = [(doc, stored, len(dropped))]
             return doc.to_json().encode()
 
-        update_versioned(self._center, key, merged, attempts=_CAS_ATTEMPTS)
+        _update(self._center, key, merged, "save")
         doc, stored, dropped = written[0]
         if stored.generation > generation:
             raise FencedError(
