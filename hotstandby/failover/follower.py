@@ -12,6 +12,7 @@ consumer, a Pulsar client with all its producers, consumers and readers).
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import TypeVar
 
@@ -252,11 +253,21 @@ class RouteClient:
 
     def _join(self, connect: Callable[[ClusterSpec], C], participant: SwitchParticipant, gate: SwitchGate) -> C:
         """Connect to the route's active cluster, then follow the route through the switch
-        protocol (``participant`` keeps :attr:`_spec` the cluster it uses); closes all on failure."""
+        protocol (``participant`` keeps :attr:`_spec` the cluster it uses); closes all on failure.
+        The follower's threads hold the client weakly through the cluster in use (a client the
+        application drops can be collected when ``participant`` is not the client itself)."""
+        ref = weakref.ref(self)
+
+        def source() -> ClusterSpec:
+            client = ref()
+            if client is None:
+                raise ReferenceError("the client was collected")
+            return client._spec
+
         try:
             self._spec = self._follower.initial_cluster
             inner = connect(self._spec)
-            self._follower.join(participant, gate, lambda: self._spec)
+            self._follower.join(participant, gate, source)
             return inner
         except BaseException:
             self._follower.close()

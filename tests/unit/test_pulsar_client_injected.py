@@ -3,12 +3,15 @@ endpoint here answers nothing); pulsar-client connects to the broker only when u
 
 from __future__ import annotations
 
+import gc
 import socket
+import threading
 
 from hotstandby.adapters.pulsar import Client
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.ledger.store import LedgerStore
+from tests.support import wait_for
 
 
 def _closed_port() -> int:
@@ -34,3 +37,15 @@ def test_a_client_uses_the_center_and_ledger_store_passed_in_and_leaves_the_cent
     finally:
         client.close()
     assert center.route("r").active == "pulsar-a"  # still open: it belongs to the caller
+
+
+def test_a_client_dropped_without_close_stops_its_threads() -> None:
+    center = ConfigCenter(MemoryStore())
+    center.put_cluster(ClusterSpec(name="pulsar-a", kind="pulsar", url=f"pulsar://127.0.0.1:{_closed_port()}"))
+    center.create_route("r", ["pulsar-a"], "pulsar-a")
+    before = set(threading.enumerate())
+    client = Client("r", etcd=f"127.0.0.1:{_closed_port()}", center=center)
+    assert set(threading.enumerate()) - before, "the client follows its route on threads of its own"
+    del client
+    gc.collect()
+    wait_for(lambda: not set(threading.enumerate()) - before, 10, "the dropped client's threads to end")
