@@ -38,6 +38,7 @@ import pulsar
 from hotstandby.adapters.pulsar.acknowledging import Acknowledging
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM, identity_in
 from hotstandby.adapters.pulsar.handed import Handed, HandedOut, MessageKey, hand_out, stored_at
+from hotstandby.adapters.pulsar.listener import MessageListener
 from hotstandby.adapters.pulsar.start_position import start_after_copies
 from hotstandby.adapters.pulsar.subscription import SubscriptionState
 from hotstandby.adapters.pulsar.waits import as_pulsar_waits, deadline_of, slice_ms
@@ -53,19 +54,20 @@ __all__ = ["Consumer"]
 
 log = get_logger("hotstandby.pulsar.consumer")
 
+_LISTENER_STOP_S = 5.0  # a listener call in progress when the consumer closes: how long close waits
+
 
 class Consumer(Acknowledging):
     """Drop-in replacement for :class:`pulsar.Consumer` (see the module doc)."""
 
     def __init__(self, client: Client, topic: str, subscription_name: str, kwargs: dict[str, Any]) -> None:
-        if "message_listener" in kwargs:
-            raise ConfigError("message_listener is not supported: use receive() or batch_receive()")
         if not isinstance(topic, str):
             raise ConfigError("subscribe to one topic (partitioned or not); lists and patterns are not supported")
         self._client = client
         self._topic = topic
         self._subscription = subscription_name
         self._kwargs = dict(kwargs)
+        listener = self._kwargs.pop("message_listener", None)  # called by the SDK, not by pulsar-client
         self._state = client.subscription_state(topic, subscription_name)
         self._lock = self._state.lock
         # The client's gate: closed while a switch runs. Read under our lock: the switch takes
@@ -91,6 +93,7 @@ class Consumer(Acknowledging):
         # start on the cluster the copies in it came from (see start_position.start_after_copies).
         self._track_origins = consumer_type == pulsar.ConsumerType.Exclusive and len(partitions) == 1
         self._inner = self._subscribe(client.inner)
+        self._listener = None if listener is None else MessageListener(self, listener, self._receive)
 
     def _single_slot(self, partitions: list[str]) -> tuple[str, int] | None:
         """The slot every message comes from when the topic is not partitioned (else None: the
@@ -135,7 +138,10 @@ class Consumer(Acknowledging):
     def receive(self, timeout_millis: int | None = None) -> pulsar.Message:
         """As :meth:`pulsar.Consumer.receive`; raises ``pulsar.Timeout`` after ``timeout_millis``
         (None or negative: no limit), ``pulsar.Interrupted`` when a signal handler raises
-        (Ctrl-C) while it waits."""
+        (Ctrl-C) while it waits. A consumer with a ``message_listener`` refuses, as with
+        pulsar-client (``InvalidConfiguration``)."""
+        if self._listener is not None:
+            raise pulsar.InvalidConfiguration("Pulsar error: InvalidConfiguration")
         return as_pulsar_waits(lambda: self._receive(timeout_millis), timeout_millis)
 
     def _receive(self, timeout_millis: int | None) -> pulsar.Message:
@@ -174,7 +180,22 @@ class Consumer(Acknowledging):
 
     def batch_receive(self) -> list[pulsar.Message]:
         """As :meth:`pulsar.Consumer.batch_receive` (the subscription's batch receive policy)."""
+        if self._listener is not None:
+            raise pulsar.InvalidConfiguration("Pulsar error: InvalidConfiguration")
         return as_pulsar_waits(self._batch_receive)
+
+    def pause_message_listener(self) -> None:
+        """As :meth:`pulsar.Consumer.pause_message_listener` (``InvalidConfiguration`` without a
+        listener); the pause holds across switches."""
+        if self._listener is None:
+            raise pulsar.InvalidConfiguration("Pulsar error: InvalidConfiguration")
+        self._listener.pause()
+
+    def resume_message_listener(self) -> None:
+        """As :meth:`pulsar.Consumer.resume_message_listener`."""
+        if self._listener is None:
+            raise pulsar.InvalidConfiguration("Pulsar error: InvalidConfiguration")
+        self._listener.resume()
 
     def _batch_receive(self) -> list[pulsar.Message]:
         inner = self._current(1.0)
@@ -301,13 +322,18 @@ class Consumer(Acknowledging):
             if self._closed:
                 return
             self._closed = True
+        if self._listener is not None:
+            self._listener.stop(0)
         self._client.release_subscription_state(self._state)
 
     def close(self) -> None:
         """Store the acknowledgements, send them, close (the client stops moving this consumer).
         While etcd is unreachable it waits up to the etcd timeout for it; acknowledgements it
         could not store stay with the subscription's other consumers of this client, or else
-        are logged as not stored (those messages come again: at least once)."""
+        are logged as not stored (those messages come again: at least once). A message listener
+        is called no more once it returns (unless it is the listener that closes)."""
+        if self._listener is not None:
+            self._listener.stop(_LISTENER_STOP_S)
         with contextlib.suppress(ConfigCenterUnavailable):  # logged by the state
             self._client.follower.patiently(self._state.flush, "storing acknowledgements")
         with self._lock:

@@ -219,3 +219,33 @@ def test_seeking_to_a_message_of_the_cluster_left_raises(sdk: Client, center: Co
         consumer.seek(held.message_id())
     consumer.seek(0)  # a publish time works on any cluster
     consumer.acknowledge(held)  # by identity: handed out on the cluster left
+
+
+def test_a_message_listener_is_called_paused_and_resumed_as_in_pulsar_client(clients: dict[str, Any]) -> None:
+    seen = {}
+    for name, client in clients.items():
+        topic = fresh_topic()
+        got: list[tuple[bytes, dict[str, str]]] = []
+
+        def listener(consumer: Any, msg: pulsar.Message, got: list[tuple[bytes, dict[str, str]]] = got) -> None:
+            got.append((msg.data(), msg.properties()))
+            consumer.acknowledge(msg)
+
+        consumer = client.subscribe(topic, "s", message_listener=listener, initial_position=EARLIEST)
+        plain = client.subscribe(topic, "plain", initial_position=EARLIEST)
+        producer = client.create_producer(topic)
+        for i in range(3):
+            producer.send(f"m{i}".encode(), properties={"i": str(i)})
+        wait_for(lambda got=got: len(got) == 3, 10, f"{name}: the listener to get 3 messages")
+        consumer.pause_message_listener()
+        producer.send(b"m3", properties={"i": "3"})
+        consumer.resume_message_listener()
+        wait_for(lambda got=got: len(got) == 4, 10, f"{name}: the listener to get the message sent while paused")
+        seen[name] = (got, outcome(lambda c=consumer: c.receive(100)), outcome(plain.pause_message_listener))
+        consumer.close()
+    assert seen["hotstandby"] == seen["pulsar-client"]
+    assert seen["hotstandby"] == (
+        [(f"m{i}".encode(), {"i": str(i)}) for i in range(4)],
+        "InvalidConfiguration",  # receive() on a consumer with a listener
+        "InvalidConfiguration",  # pause_message_listener() on one without
+    )
