@@ -261,6 +261,8 @@ class Producer:
         """Wait until every message sent so far was acknowledged or failed (across switches)."""
         deadline = time.monotonic() + self._wait_s
         with self._lock:
+            if self._closed:
+                raise pulsar.AlreadyClosed("Pulsar error: AlreadyClosed")
             while self._outbox.pending:
                 left = deadline - time.monotonic()
                 if left <= 0:

@@ -4,6 +4,7 @@ pulsar.Client and on the SDK's Client (same broker), and their outcomes are comp
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import threading
@@ -121,8 +122,10 @@ def test_calls_after_close_raise_as_in_pulsar_client(clients: dict[str, Any]) ->
         producer = client.create_producer(topic)
         producer.send(b"m")
         msg = take(consumer, 1)[0]
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
         consumer.close()
         producer.close()
+        reader.close()
         calls: dict[str, Callable[[], Any]] = {
             "receive": lambda c=consumer: c.receive(100),
             "acknowledge": lambda c=consumer, m=msg: c.acknowledge(m),
@@ -132,6 +135,13 @@ def test_calls_after_close_raise_as_in_pulsar_client(clients: dict[str, Any]) ->
             "is_connected": lambda c=consumer: c.is_connected(),
             "send": lambda p=producer: p.send(b"x"),
             "send_async": lambda p=producer: p.send_async(b"x", None),
+            "flush": lambda p=producer: p.flush(),
+            "producer.close": lambda p=producer: p.close(),
+            "reader.close": lambda r=reader: r.close(),
+            "producer.is_connected": lambda p=producer: p.is_connected(),
+            "reader.read_next": lambda r=reader: r.read_next(100),
+            "reader.has_message_available": lambda r=reader: r.has_message_available(),
+            "reader.is_connected": lambda r=reader: r.is_connected(),
         }
         seen[name] = {call: outcome(fn) for call, fn in calls.items()}
         # pulsar-client says NotConnected or AlreadyClosed (as its connection is, or is not, gone yet)
@@ -249,3 +259,17 @@ def test_a_message_listener_is_called_paused_and_resumed_as_in_pulsar_client(cli
         "InvalidConfiguration",  # receive() on a consumer with a listener
         "InvalidConfiguration",  # pause_message_listener() on one without
     )
+
+
+def test_a_client_dropped_without_close_stops_its_threads(refcluster: RefCluster, center: ConfigCenter,
+                                                          namespace: str) -> None:  # fmt: skip
+    before = set(threading.enumerate())
+    client = Client(ROUTE, etcd=f"127.0.0.1:{refcluster.ports.etcd}", namespace=namespace, logger=quiet())
+    topic = fresh_topic()
+    client.subscribe(topic, "s").close()
+    client.subscribe(topic, "s2", initial_position=EARLIEST)
+    client.create_producer(topic).send(b"m")
+    assert set(threading.enumerate()) - before
+    del client
+    gc.collect()
+    wait_for(lambda: not set(threading.enumerate()) - before, 10, "the dropped client's threads to end")
