@@ -17,6 +17,7 @@
     │   ├── ConfigCenterUnavailable (ConnectionError)   retryable
     │   └── RevisionCompacted               a watch asked for history that is gone
     ├── FormatError (ValueError)             bytes that do not decode as their format says
+    ├── ForeignPositionError (ValueError)    a position (message id) of a cluster the client left
     ├── MissingDependencyError (ImportError) an optional extra is not installed
     └── RefClusterError (RuntimeError)       the bundled reference cluster failed
         └── ProcessStartError               a process did not become ready in time
@@ -34,6 +35,7 @@ __all__ = [
     "ConfigCenterUnavailable",
     "ConfigError",
     "FencedError",
+    "ForeignPositionError",
     "FormatError",
     "HotStandbyError",
     "MissingDependencyError",
@@ -119,6 +121,12 @@ class RevisionCompacted(ConfigCenterError):
 
 class FormatError(HotStandbyError, ValueError):
     """Bytes (a record key or value, a header) that do not decode as their format says."""
+
+
+class ForeignPositionError(HotStandbyError, ValueError):
+    """A position that names a message on a cluster the client has left (a Pulsar message id
+    is meaningful on its own cluster only): seek by publish time instead, which any cluster
+    answers."""
 
 
 class MissingDependencyError(HotStandbyError, ImportError):

@@ -56,7 +56,11 @@ def decode_identity(raw: bytes | str) -> RecordId:
 
 def identity_of(msg: Any) -> RecordId | None:
     """A received message's identity; None when it has none (not written by the SDK) or a bad
-    one (logged): such a message is handed out, never filtered."""
+    one (logged): such a message is handed out, never filtered. A message the SDK's consumer
+    or reader handed out keeps its identity aside (its properties do not show it)."""
+    key = getattr(msg, "_hs_key", None)
+    if isinstance(key, RecordId):
+        return key
     return identity_in(msg.properties(), msg)
 
 

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pulsar
 
@@ -129,7 +130,13 @@ class Client(RouteClient):
         self._follower = RouteFollower(self.options, "pulsar", role="client", center=center)
         self._ledger_store = ledger_store if ledger_store is not None else LedgerStore(self._follower.center)
         self._inner: pulsar.Client
-        self._join(self._connect_first, self, self._gate, self._counts)
+        # The follower's threads reach the client through a weak proxy, and its counts through a
+        # weak method: a client the application drops without close() is collected, and then
+        # stops following (_forget).
+        counts = weakref.WeakMethod(self._counts)
+        self._join(self._connect_first, cast("Client", weakref.proxy(self)), self._gate,
+                   lambda: _counts_of(counts))  # fmt: skip
+        self._forget = weakref.finalize(self, _forget, self._follower, self._subscriptions)
 
     def _connect(self, spec: ClusterSpec) -> pulsar.Client:
         return pulsar.Client(spec.url, **client_kwargs(spec, self._client_kwargs))
@@ -141,7 +148,8 @@ class Client(RouteClient):
     # -- the pulsar.Client surface ---------------------------------------------------------
 
     def create_producer(self, topic: str, **kwargs: Any) -> Producer:
-        """As :meth:`pulsar.Client.create_producer` (``message_router`` is the SDK's own)."""
+        """As :meth:`pulsar.Client.create_producer` (``message_router`` is the SDK's own; of the
+        ``message_routing_mode`` values, ``CustomPartition`` is refused)."""
         from hotstandby.adapters.pulsar.producer import Producer
 
         with self._lock:
@@ -175,9 +183,35 @@ class Client(RouteClient):
             return reader
 
     def get_topic_partitions(self, topic: str) -> list[str]:
+        """As :meth:`pulsar.Client.get_topic_partitions`, on the cluster in use."""
         with self._lock:
             self._check_open()
             return list(self._inner.get_topic_partitions(topic))
+
+    def get_service_info(self) -> pulsar.ServiceInfo:
+        """As :meth:`pulsar.Client.get_service_info`: the cluster in use (it changes with a switch)."""
+        with self._lock:
+            self._check_open()
+            return self._inner.get_service_info()
+
+    def create_table_view(self, topic: str, subscription_name: str | None = None, schema: Any = None) -> Any:
+        """Not supported (docs/pulsar-api.md): a table view would stay on the cluster the client
+        leaves in a switch. Raises :class:`hotstandby.errors.ConfigError`."""
+        raise ConfigError("create_table_view is not supported by hotstandby: a table view would not follow the route")
+
+    def shutdown(self) -> None:
+        """As :meth:`pulsar.Client.shutdown`: stop at once. Producers do not flush (what is
+        pending fails); consumers store and send what was acknowledged, no more."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            members: list[Producer | Consumer | Reader] = [*self._producers, *self._consumers, *self._readers]
+        self._follower.close()
+        self._forget.detach()
+        for member in members:
+            member.abandon()
+        self._inner.shutdown()
 
     def close(self) -> None:
         """Close every producer (flushing) and consumer made here, then the connection."""
@@ -191,6 +225,7 @@ class Client(RouteClient):
         for member in receivers:
             member.close()
         self._follower.close()
+        self._forget.detach()
         with self._lock:
             self._closed = True
             self._inner.close()
@@ -265,7 +300,7 @@ class Client(RouteClient):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise pulsar.AlreadyClosed("Client has been closed")
+            raise pulsar.AlreadyClosed("Pulsar error: AlreadyClosed")
 
     def _wait_no_switch(self) -> None:
         """(Lock held.) A member made during a switch would be made on the cluster left."""
@@ -330,6 +365,21 @@ class Client(RouteClient):
         closer.start()
         log.info("client.switched", client=self.options.client_id, source=plan.source.name, to=move.spec.name,
                  epoch=plan.target.epoch, producers=len(move.producers), consumers=len(move.consumers))  # fmt: skip
+
+
+def _forget(follower: RouteFollower, subscriptions: dict[tuple[str, str], SubscriptionState]) -> None:
+    """A client dropped without close() was collected: stop following its route and storing its
+    subscriptions' acknowledgements (its pulsar.Client goes with it)."""
+    log.info("client.collected_unclosed", route=follower.options.route, client=follower.options.client_id)
+    for state in list(subscriptions.values()):
+        state.close()
+    follower.close()
+
+
+def _counts_of(method: weakref.WeakMethod[Callable[[], ClientCounts]]) -> ClientCounts:
+    """A client's counts for its switch events; none once it was collected."""
+    counts = method()
+    return counts() if counts is not None else ClientCounts()
 
 
 def close_quietly(closeable: Any) -> None:

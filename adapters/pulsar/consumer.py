@@ -35,13 +35,15 @@ from typing import TYPE_CHECKING, Any
 
 import pulsar
 
-from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM, identity_in, identity_of
-from hotstandby.adapters.pulsar.handed import Handed, HandedOut, MessageKey, Slot, stored_at
+from hotstandby.adapters.pulsar.acknowledging import Acknowledging
+from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM, identity_in
+from hotstandby.adapters.pulsar.handed import Handed, HandedOut, MessageKey, hand_out, stored_at
+from hotstandby.adapters.pulsar.listener import MessageListener
 from hotstandby.adapters.pulsar.start_position import start_after_copies
-from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
-from hotstandby.adapters.pulsar.waits import deadline_of, slice_ms
+from hotstandby.adapters.pulsar.subscription import SubscriptionState
+from hotstandby.adapters.pulsar.waits import as_pulsar_waits, deadline_of, slice_ms
 from hotstandby.configcenter.documents import ClusterSpec
-from hotstandby.errors import ConfigCenterUnavailable, ConfigError
+from hotstandby.errors import ConfigCenterUnavailable, ConfigError, ForeignPositionError
 from hotstandby.failover.identity import RecordId
 from hotstandby.logs import Seldom, get_logger
 
@@ -52,19 +54,20 @@ __all__ = ["Consumer"]
 
 log = get_logger("hotstandby.pulsar.consumer")
 
+_LISTENER_STOP_S = 5.0  # a listener call in progress when the consumer closes: how long close waits
 
-class Consumer:
+
+class Consumer(Acknowledging):
     """Drop-in replacement for :class:`pulsar.Consumer` (see the module doc)."""
 
     def __init__(self, client: Client, topic: str, subscription_name: str, kwargs: dict[str, Any]) -> None:
-        if "message_listener" in kwargs:
-            raise ConfigError("message_listener is not supported: use receive() or batch_receive()")
         if not isinstance(topic, str):
             raise ConfigError("subscribe to one topic (partitioned or not); lists and patterns are not supported")
         self._client = client
         self._topic = topic
         self._subscription = subscription_name
         self._kwargs = dict(kwargs)
+        listener = self._kwargs.pop("message_listener", None)  # called by the SDK, not by pulsar-client
         self._state = client.subscription_state(topic, subscription_name)
         self._lock = self._state.lock
         # The client's gate: closed while a switch runs. Read under our lock: the switch takes
@@ -77,6 +80,10 @@ class Consumer:
         partitions = client.inner.get_topic_partitions(topic)
         client.follower.patiently(lambda: self._state.load(len(partitions)), "subscribing")
         consumer_type = kwargs.get("consumer_type", pulsar.ConsumerType.Exclusive)
+        self._shared = consumer_type in (pulsar.ConsumerType.Shared, pulsar.ConsumerType.KeyShared)
+        # pulsar-client refuses a receive with a timeout when its queue holds nothing: such a
+        # consumer waits in one call (a switch ends it by closing the consumer given up).
+        self._zero_queue = kwargs.get("receiver_queue_size") == 0
         # Exclusive and Failover: one consumer reads a partition, in the broker's order, so an
         # acknowledged prefix can be sent to the broker as one cumulative acknowledgement.
         self._cumulative = consumer_type in (pulsar.ConsumerType.Exclusive, pulsar.ConsumerType.Failover)
@@ -86,6 +93,7 @@ class Consumer:
         # start on the cluster the copies in it came from (see start_position.start_after_copies).
         self._track_origins = consumer_type == pulsar.ConsumerType.Exclusive and len(partitions) == 1
         self._inner = self._subscribe(client.inner)
+        self._listener = None if listener is None else MessageListener(self, listener, self._receive)
 
     def _single_slot(self, partitions: list[str]) -> tuple[str, int] | None:
         """The slot every message comes from when the topic is not partitioned (else None: the
@@ -113,9 +121,30 @@ class Consumer:
     def subscription_name(self) -> str:
         return self._subscription
 
+    def consumer_name(self) -> str:
+        """As :meth:`pulsar.Consumer.consumer_name`: the name on the cluster in use (given with
+        ``consumer_name=``, the same on every cluster; else the broker's, new after a switch)."""
+        return str(self._inner.consumer_name())
+
+    def is_connected(self) -> bool:
+        """As :meth:`pulsar.Consumer.is_connected`, for the cluster in use (False once closed)."""
+        return bool(self._inner.is_connected())
+
+    def get_last_message_id(self) -> Any:
+        """As :meth:`pulsar.Consumer.get_last_message_id`: the last message id of the topic on
+        the cluster in use (a message id names a message on one cluster only)."""
+        return self._inner.get_last_message_id()
+
     def receive(self, timeout_millis: int | None = None) -> pulsar.Message:
         """As :meth:`pulsar.Consumer.receive`; raises ``pulsar.Timeout`` after ``timeout_millis``
-        (None or negative: no limit)."""
+        (None or negative: no limit), ``pulsar.Interrupted`` when a signal handler raises
+        (Ctrl-C) while it waits. A consumer with a ``message_listener`` refuses, as with
+        pulsar-client (``InvalidConfiguration``)."""
+        if self._listener is not None:
+            raise pulsar.InvalidConfiguration("Pulsar error: InvalidConfiguration")
+        return as_pulsar_waits(lambda: self._receive(timeout_millis), timeout_millis)
+
+    def _receive(self, timeout_millis: int | None) -> pulsar.Message:
         deadline = deadline_of(timeout_millis)
         while True:
             wait_ms = slice_ms(deadline)  # short, so a switch can swap the pulsar-client object
@@ -131,7 +160,12 @@ class Consumer:
                 if out is not None:
                     return out
             try:
-                msg = inner.receive(wait_ms)
+                if not self._zero_queue:
+                    msg = inner.receive(wait_ms)
+                elif timeout_millis is None:
+                    msg = inner.receive()
+                else:
+                    msg = inner.receive(timeout_millis)  # refused by pulsar-client, as without the SDK
             except pulsar.Timeout:
                 continue
             except pulsar.AlreadyClosed:
@@ -146,6 +180,24 @@ class Consumer:
 
     def batch_receive(self) -> list[pulsar.Message]:
         """As :meth:`pulsar.Consumer.batch_receive` (the subscription's batch receive policy)."""
+        if self._listener is not None:
+            raise pulsar.InvalidConfiguration("Pulsar error: InvalidConfiguration")
+        return as_pulsar_waits(self._batch_receive)
+
+    def pause_message_listener(self) -> None:
+        """As :meth:`pulsar.Consumer.pause_message_listener` (``InvalidConfiguration`` without a
+        listener); the pause holds across switches."""
+        if self._listener is None:
+            raise pulsar.InvalidConfiguration("Pulsar error: InvalidConfiguration")
+        self._listener.pause()
+
+    def resume_message_listener(self) -> None:
+        """As :meth:`pulsar.Consumer.resume_message_listener`."""
+        if self._listener is None:
+            raise pulsar.InvalidConfiguration("Pulsar error: InvalidConfiguration")
+        self._listener.resume()
+
+    def _batch_receive(self) -> list[pulsar.Message]:
         inner = self._current(1.0)
         if inner is None:
             return []
@@ -212,8 +264,7 @@ class Consumer:
             self._state.after_store(self._inner, msg, slot=slot if self._cumulative else None, position=position)
             return None
         handed[key] = Handed(key, slot, position, rid, msg)
-        msg._hs_key = key  # pulsar.Message is a plain Python object
-        return msg
+        return hand_out(msg, key)
 
     def _handed_again(self, key: MessageKey, rid: RecordId | None, msg: pulsar.Message) -> bool:
         """``key`` is handed out already and not acknowledged: dispatched twice by the broker, or
@@ -233,115 +284,6 @@ class Consumer:
         del self._out.current[key]
         return True
 
-    # -- acknowledging ----------------------------------------------------------------------
-
-    def _by_id(self, message: pulsar.Message | pulsar.MessageId) -> pulsar.Message | None:
-        """The message handed out under message id ``message`` (a message is itself); None when
-        no message handed out and not acknowledged has that id."""
-        return message if isinstance(message, pulsar.Message) else self._out.by_id(message)
-
-    def _find(self, message: pulsar.Message | pulsar.MessageId) -> tuple[pulsar.Message | None, Handed | None]:
-        """The message ``message`` names (itself, or the one handed out under that id: None if
-        none) and what it is handed out as on the current cluster (None: not any more)."""
-        key: MessageKey | None = getattr(message, "_hs_key", None)
-        handed = None if key is None else self._out.current.get(key)
-        if handed is not None and handed.message is message:  # the common case: no search
-            return message, handed
-        found = self._by_id(message)
-        return found, None if found is None else self._out.of(found)
-
-    def acknowledge(self, message: pulsar.Message | pulsar.MessageId) -> None:
-        """As :meth:`pulsar.Consumer.acknowledge` (a message or its id): stored in the ledger,
-        then sent to the broker."""
-        with self._lock:
-            found, handed = self._find(message)
-            if found is None:
-                self._acknowledge_unknown_id(message, cumulative=False)
-                return
-            if handed is None:
-                self._acknowledge_elsewhere(found)
-                return
-            del self._out.current[handed.key]
-            self._state.acks.acknowledge(handed.slot, handed.position)  # collected at the next store
-            slot = handed.slot if self._cumulative else None
-            self._state.after_store(self._inner, handed.message, slot=slot, position=handed.position)
-
-    def acknowledge_cumulative(self, message: pulsar.Message | pulsar.MessageId) -> None:
-        """As :meth:`pulsar.Consumer.acknowledge_cumulative` (a message or its id): every message
-        of its partition handed out up to it (Exclusive and Failover subscriptions)."""
-        with self._lock:
-            found, handed = self._find(message)
-            if found is None:
-                self._acknowledge_unknown_id(message, cumulative=True)
-                return
-            message = found
-            if handed is None:
-                self._acknowledge_left_cumulatively(message)
-                return
-            # What the partition handed out on the cluster left before the switch came first.
-            self._acknowledge_left(handed.slot, None)
-            self._state.acks.acknowledge_through(handed.slot, handed.position + 1)
-            current = self._out.current
-            covered = [h for h in current.values() if h.slot == handed.slot and h.position <= handed.position]
-            for h in covered:
-                del current[h.key]
-            # Collected at the next store; in flight (filtered) until then.
-            if message.message_id().batch_index() < 0:
-                self._state.after_store(self._inner, message, cumulative=True)
-            else:
-                # A cumulative acknowledgement of a batched message can reach the reference
-                # broker as one of the whole topic (docs/refcluster.md): each one instead.
-                for h in covered:
-                    self._state.after_store(self._inner, h.message)
-
-    def _acknowledge_unknown_id(self, mid: pulsar.MessageId, *, cumulative: bool) -> None:
-        """A message id of no message handed out here: nothing to record in the ledger (its
-        identity is unknown), so the broker alone gets it, as pulsar-client would send it."""
-        self._seldom.info("consumer.ack_of_unknown_message_id", topic=self._topic, message_id=str(mid))
-        self._state.after_store(self._inner, mid, cumulative=cumulative)
-
-    def _acknowledge_elsewhere(self, message: pulsar.Message) -> None:
-        """A message handed out on a cluster the consumer has left (or acknowledged already):
-        by identity only — the broker that delivered it is not this one."""
-        key: MessageKey | None = getattr(message, "_hs_key", None)
-        rid = key if isinstance(key, RecordId) else identity_of(message)
-        if rid is None:
-            self._seldom.info("consumer.ack_without_identity_ignored", topic=self._topic,
-                             message_id=str(message.message_id()))  # fmt: skip
-            return
-        self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, rid, now_ms()))
-
-    def _acknowledge_left_cumulatively(self, message: pulsar.Message) -> None:
-        """A cumulative acknowledgement of a message handed out on the cluster the consumer has
-        just left covers what was handed out before it there, from its partition: by identity."""
-        handed = self._out.left_of(message)
-        if handed is not None:
-            self._acknowledge_left(handed.slot, handed.position)
-        else:
-            self._acknowledge_elsewhere(message)
-
-    def _acknowledge_left(self, slot: Slot, through: int | None) -> None:
-        """Acknowledge by identity what ``slot`` handed out on the cluster left last, up to
-        position ``through`` (None: all of it)."""
-        for h in self._out.take_left(slot, through):
-            if h.rid is not None:
-                self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, h.rid, now_ms()))
-
-    def negative_acknowledge(self, message: pulsar.Message | pulsar.MessageId) -> None:
-        """As :meth:`pulsar.Consumer.negative_acknowledge` (a message or its id): it comes again."""
-        with self._lock:
-            found = self._by_id(message)
-            if found is None:
-                self._inner.negative_acknowledge(message)
-                return
-            message = found
-            handed = self._out.of(message)
-            if handed is None:
-                return  # from a cluster we left: it was not acknowledged, so it comes again there
-            del self._out.current[handed.key]
-            self._state.acks.release(handed.slot, handed.position)
-            self._inner.negative_acknowledge(message)
-
     def redeliver_unacknowledged_messages(self) -> None:
         with self._lock:
             for handed in self._out.current.values():
@@ -351,13 +293,47 @@ class Consumer:
 
     def unsubscribe(self) -> None:
         with self._lock:
+            self._check_open()
             self._inner.unsubscribe()
+
+    def seek(self, messageid: pulsar.MessageId | int) -> None:
+        """As :meth:`pulsar.Consumer.seek`, on the cluster in use: to a publish time (ms since
+        the epoch; any cluster answers it), ``pulsar.MessageId.earliest`` / ``latest``, or a
+        message id of that cluster. The id of a message handed out on a cluster the consumer
+        has left raises :class:`hotstandby.errors.ForeignPositionError` (ids name messages on
+        one cluster only: seek by publish time instead). Messages the subscription acknowledged
+        stay acknowledged (the ack ledger skips them); those handed out and not acknowledged
+        come again."""
+        with self._lock:
+            self._check_open()  # pulsar-client: NotConnected, once its connection is gone
+            if hasattr(messageid, "ledger_id") and self._out.only_left(messageid):
+                raise ForeignPositionError(
+                    f"message id {messageid} names a message of a cluster this consumer left (now on "
+                    f"{self._client.cluster!r}): seek by publish time instead"
+                )
+            self._inner.seek(messageid)
+            for handed in self._out.current.values():
+                self._state.acks.release(handed.slot, handed.position)
+            self._out.current.clear()
+
+    def abandon(self) -> None:
+        """The client shuts down: closed at once; what was acknowledged is stored and sent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        if self._listener is not None:
+            self._listener.stop(0)
+        self._client.release_subscription_state(self._state)
 
     def close(self) -> None:
         """Store the acknowledgements, send them, close (the client stops moving this consumer).
         While etcd is unreachable it waits up to the etcd timeout for it; acknowledgements it
         could not store stay with the subscription's other consumers of this client, or else
-        are logged as not stored (those messages come again: at least once)."""
+        are logged as not stored (those messages come again: at least once). A message listener
+        is called no more once it returns (unless it is the listener that closes)."""
+        if self._listener is not None:
+            self._listener.stop(_LISTENER_STOP_S)
         with contextlib.suppress(ConfigCenterUnavailable):  # logged by the state
             self._client.follower.patiently(self._state.flush, "storing acknowledgements")
         with self._lock:

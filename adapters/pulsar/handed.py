@@ -6,15 +6,42 @@ from __future__ import annotations
 
 import pulsar
 
-from hotstandby.failover.identity import RecordId
+from hotstandby.failover.identity import HEADER, RecordId
 
-__all__ = ["Handed", "HandedOut", "MessageKey", "Slot", "id_key", "stored_at"]
+__all__ = ["Handed", "HandedMessage", "HandedOut", "MessageKey", "Slot", "hand_out", "id_key", "stored_at"]
 
 # What tells a received message from any other: its identity (the same on every cluster and
 # for every copy) or, for a message without one, where it is stored (topic, ledger, entry,
 # batch index: five calls into the client library, so only then).
 MessageKey = tuple[str, int, int, int] | RecordId
 Slot = tuple[str, int]  # (topic or partition topic, partition): where positions count
+
+
+class HandedMessage(pulsar.Message):  # type: ignore[misc]  # pulsar is untyped
+    """A message as consumers and readers hand it out: pulsar's, without the SDK's ``hs-id``
+    property (the SDK keeps the identity aside, see
+    :func:`hotstandby.adapters.pulsar.adapter.identity_of`)."""
+
+    def properties(self) -> dict[str, str]:
+        properties: dict[str, str] = dict(super().properties())
+        properties.pop(HEADER, None)
+        return properties
+
+
+_HANDED: dict[type, type] = {pulsar.Message: HandedMessage}
+
+
+def hand_out(msg: pulsar.Message, key: MessageKey) -> pulsar.Message:
+    """``msg``, now showing the application its own properties only, with its key kept aside
+    (a class swap and an attribute: no copy, once per message)."""
+    cls = type(msg)
+    if not issubclass(cls, HandedMessage):
+        handed = _HANDED.get(cls)
+        if handed is None:  # a subclass of pulsar.Message (not made by pulsar-client)
+            handed = _HANDED[cls] = type(f"Handed{cls.__name__}", (HandedMessage, cls), {})
+        msg.__class__ = handed
+    msg._hs_key = key  # pulsar.Message is a plain Python object
+    return msg
 
 
 def stored_at(msg: pulsar.Message) -> tuple[str, int, int, int]:
@@ -64,6 +91,14 @@ class HandedOut:
             if id_key(handed.message.message_id()) == wanted:
                 return handed.message
         return None
+
+    def only_left(self, mid: pulsar.MessageId) -> bool:
+        """``mid`` is the id of a message handed out on the cluster left last, and of none
+        handed out on the cluster in use."""
+        wanted = id_key(mid)
+        if any(id_key(h.message.message_id()) == wanted for h in self.current.values()):
+            return False
+        return any(id_key(h.message.message_id()) == wanted for h in self.left)
 
     def leave(self) -> int:
         """A switch: what is out now was handed out on the cluster left last (returns how many)."""

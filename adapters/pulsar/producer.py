@@ -17,6 +17,7 @@ not sent again).
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections import deque
@@ -25,7 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pulsar
-from pulsar.schema import Schema
+from pulsar.schema import BytesSchema, Schema
 
 from hotstandby.adapters.pulsar.adapter import ADAPTER, decode_identity
 from hotstandby.configcenter.documents import ClusterSpec
@@ -51,7 +52,9 @@ _SEND_OPTIONS = frozenset(("partition_key", "ordering_key", "sequence_id", "repl
 _OK = pulsar.Result.Ok.value
 _NO_LIMIT_S = 300.0  # how long send() and flush() wait when send_timeout_millis is 0 (no limit)
 _FULL = pulsar.Result.ProducerQueueIsFull
+_CLOSED = pulsar.Result.AlreadyClosed
 _PUMP_WAIT_S = 0.5  # the re-send's wait for room: acknowledgements wake it, this bounds each wait
+_BYTES = BytesSchema()  # pulsar-client's default schema: bytes only
 
 
 def exception_for(result: pulsar.Result) -> pulsar.PulsarException:
@@ -83,7 +86,7 @@ class _Message:
 
     def __init__(
         self,
-        content: bytes,
+        content: bytes | None,
         properties: dict[str, str],
         options: dict[str, Any],
         key: tuple[int, int],
@@ -96,17 +99,22 @@ class _Message:
     def partition(self) -> int:
         return self.key[0]
 
+    @property
+    def size(self) -> int:
+        """Bytes counted against the replay window (a null value: none)."""
+        return 0 if self.content is None else len(self.content)
+
 
 class Producer:
     """Drop-in replacement for :class:`pulsar.Producer` (see the module doc)."""
 
     def __init__(self, client: Client, topic: str, kwargs: dict[str, Any]) -> None:
-        for own in ("message_router", "message_routing_mode"):
-            if own in kwargs:
-                raise ConfigError(f"{own} must not be set: hotstandby chooses partitions (hotstandby.partitioner)")
+        self._kwargs = dict(kwargs)
+        mode = self._kwargs.pop("message_routing_mode", pulsar.PartitionsRoutingMode.RoundRobinDistribution)
+        if "message_router" in kwargs or mode == pulsar.PartitionsRoutingMode.CustomPartition:
+            raise ConfigError("message_router must not be set: hotstandby chooses partitions (hotstandby.partitioner)")
         self._client = client
         self._topic = topic
-        self._kwargs = dict(kwargs)
         # send(obj) encodes with the schema here; pulsar-client gets the bytes and the schema info.
         self._schema: Schema | None = self._kwargs.pop("schema", None)
         if self._schema is not None:
@@ -140,6 +148,10 @@ class Producer:
         self.resent = 0
         partitions = client.inner.get_topic_partitions(topic)
         self._partitions = len(partitions)
+        # UseSinglePartition: messages without a key go to one partition, chosen at random.
+        self._single = (
+            random.randrange(self._partitions) if mode == pulsar.PartitionsRoutingMode.UseSinglePartition else None
+        )
         self._partitioned = partitions != [topic]
         across = int(self._kwargs.get("max_pending_messages_across_partitions", 50_000))
         queue = min(self._limit, across // self._partitions) if self._partitioned else self._limit
@@ -175,7 +187,7 @@ class Producer:
         return bool(self._inner.is_connected())
 
     def send_async(
-        self, content: bytes, callback: SendCallback | None, properties: dict[str, str] | None = None, **options: Any
+        self, content: Any, callback: SendCallback | None, properties: dict[str, str] | None = None, **options: Any
     ) -> None:
         """As :meth:`pulsar.Producer.send_async`; ``callback(result, message_id)`` fires once."""
         # Once per message, like the rest: each step here is kept cheap on purpose.
@@ -188,15 +200,19 @@ class Producer:
         props = dict(properties) if properties else {}
         if HEADER in props:
             raise ValueError(f"the {HEADER!r} property is set by hotstandby; do not set it yourself")
-        if self._schema is not None:
-            content = self._schema.encode(content)
-        elif type(content) is not bytes:
-            content = bytes(content)
+        # As pulsar-client: None is a message with a null value; otherwise the schema encodes
+        # (the default one takes bytes only: TypeError), and what it gives must be bytes.
+        if content is not None and (self._schema is not None or type(content) is not bytes):
+            content = (self._schema or _BYTES).encode(content)
+            if not isinstance(content, bytes):
+                raise ValueError(f"Argument data is expected to be of type 'bytes' and not '{type(content).__name__}'")
         # _send_lock alone: it orders the sends, and Outbox.add (what an acknowledgement
         # changes too) is one dict operation; a switch holds both locks.
         with self._send_lock:
-            if self._closed:
-                raise pulsar.AlreadyClosed("Producer has been closed")
+            if self._closed:  # as pulsar-client: the callback hears of it
+                if callback is not None:
+                    callback(_CLOSED, None)
+                return
             if self._resending and not self._admitted():
                 if callback is not None:
                     callback(_FULL, None)  # as pulsar-client reports a full queue
@@ -205,9 +221,12 @@ class Producer:
                 partition = 0
             else:
                 key = options.get("partition_key")
-                partition = self._partitioner.partition(
-                    self._topic, key.encode() if isinstance(key, str) else key, self._partitions
-                )
+                if key is None and self._single is not None:
+                    partition = self._single
+                else:
+                    partition = self._partitioner.partition(
+                        self._topic, key.encode() if isinstance(key, str) else key, self._partitions
+                    )
             seq = self._sequences.get(partition, 0)
             self._sequences[partition] = seq + 1
             props[HEADER] = self._identity.text(partition, seq)
@@ -221,7 +240,7 @@ class Producer:
                 self._outbox.withdraw(key)  # pulsar-client refused it at once: the caller hears of it
                 raise
 
-    def send(self, content: bytes, properties: dict[str, str] | None = None, **options: Any) -> Any:
+    def send(self, content: Any, properties: dict[str, str] | None = None, **options: Any) -> Any:
         """As :meth:`pulsar.Producer.send`: the message id, or the failure raised."""
         done = threading.Event()
         outcome: list[tuple[pulsar.Result, Any]] = []
@@ -242,6 +261,8 @@ class Producer:
         """Wait until every message sent so far was acknowledged or failed (across switches)."""
         deadline = time.monotonic() + self._wait_s
         with self._lock:
+            if self._closed:
+                raise pulsar.AlreadyClosed("Pulsar error: AlreadyClosed")
             while self._outbox.pending:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -256,6 +277,11 @@ class Producer:
                     self._lock.acquire()
                 if self._outbox.pending:
                     self._delivered_cv.wait(min(left, 0.1))
+
+    def abandon(self) -> None:
+        """The client shuts down: closed at once, nothing flushed (what is pending fails)."""
+        with self._send_lock, self._lock:
+            self._closed = True
 
     def close(self) -> None:
         """Flush, then close (the client stops moving this producer)."""
@@ -334,8 +360,8 @@ class Producer:
             if generation != self._generation:
                 return  # a connection given up in a switch: the message was sent again
             if result.value == _OK:
-                self._outbox.acknowledged(message.key, len(message.content))
-            elif self._outbox.refused(message.key, len(message.content)):
+                self._outbox.acknowledged(message.key, message.size)
+            elif self._outbox.refused(message.key, message.size):
                 seldom.warning("producer.replay_refused", topic=self._topic, result=str(result),
                                note="kept in the replay window for the next switch")  # fmt: skip
             else:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pulsar
 
 from hotstandby.adapters.pulsar.adapter import identity_of
-from hotstandby.adapters.pulsar.waits import slices_ms
+from hotstandby.adapters.pulsar.handed import hand_out, stored_at
+from hotstandby.adapters.pulsar.waits import as_pulsar_waits, slices_ms
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
 from hotstandby.failover.ledger.ledger import PartitionLedger
@@ -48,7 +49,11 @@ class Reader:
         return self._topic
 
     def read_next(self, timeout_millis: int | None = None) -> pulsar.Message:
-        """As :meth:`pulsar.Reader.read_next`; raises ``pulsar.Timeout`` after ``timeout_millis``."""
+        """As :meth:`pulsar.Reader.read_next`; raises ``pulsar.Timeout`` after ``timeout_millis``,
+        ``pulsar.Interrupted`` when a signal handler raises (Ctrl-C) while it waits."""
+        return as_pulsar_waits(lambda: self._read_next(timeout_millis), timeout_millis)
+
+    def _read_next(self, timeout_millis: int | None) -> pulsar.Message:
         for wait_ms in slices_ms(timeout_millis):
             with self._lock:
                 if self._closed:
@@ -73,12 +78,11 @@ class Reader:
                         self.skipped += 1
                         continue
                     returned.ack(rid, int(time.time() * 1000))
-                return msg
+                return hand_out(msg, rid if rid is not None else stored_at(msg))
         raise pulsar.Timeout("no message within the timeout")
 
     def has_message_available(self) -> bool:
-        with self._lock:
-            return bool(self._inner.has_message_available())
+        return bool(self._inner.has_message_available())
 
     def seek(self, target: Any) -> None:
         """As :meth:`pulsar.Reader.seek` (a message id of the current cluster, or a publish time);
@@ -89,6 +93,11 @@ class Reader:
 
     def is_connected(self) -> bool:
         return bool(self._inner.is_connected())
+
+    def abandon(self) -> None:
+        """The client shuts down: closed at once."""
+        with self._lock:
+            self._closed = True
 
     def close(self) -> None:
         with self._lock:

@@ -4,9 +4,14 @@ swap the pulsar-client object it waits on in between."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
-__all__ = ["SLICE_MS", "deadline_of", "slice_ms", "slices_ms"]
+import pulsar
+
+__all__ = ["SLICE_MS", "as_pulsar_waits", "deadline_of", "slice_ms", "slices_ms"]
+
+T = TypeVar("T")
 
 SLICE_MS = 100  # the longest single wait
 
@@ -37,3 +42,17 @@ def slice_ms(deadline: float | None) -> int:
         return SLICE_MS
     left_ms = int((deadline - time.monotonic()) * 1000)
     return -1 if left_ms < 0 else max(min(SLICE_MS, left_ms), 1)
+
+
+def as_pulsar_waits(wait: Callable[[], T], timeout_millis: object = None) -> T:
+    """``wait()``, failing as pulsar-client's own waits do: ``ValueError`` for a timeout that is
+    not an int, ``pulsar.Interrupted`` when a signal handler raises ``KeyboardInterrupt``
+    (Ctrl-C) while it waits — between two slices, where pulsar-client is not waiting."""
+    if timeout_millis is not None and not isinstance(timeout_millis, int):
+        raise ValueError(
+            f"Argument timeout_millis is expected to be of type 'int' and not '{type(timeout_millis).__name__}'"
+        )
+    try:
+        return wait()
+    except KeyboardInterrupt as exc:
+        raise pulsar.Interrupted("Pulsar error: Interrupted") from exc

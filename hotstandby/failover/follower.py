@@ -17,6 +17,7 @@ in the ``hotstandby_client_*`` gauges next to its presence document.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import TypeVar
 
@@ -291,11 +292,21 @@ class RouteClient:
     ) -> C:  # fmt: skip
         """Connect to the route's active cluster, then follow the route through the switch
         protocol (``participant`` keeps :attr:`_spec` the cluster it uses; ``counts``: see
-        :meth:`RouteFollower.join`); closes all on failure."""
+        :meth:`RouteFollower.join`); closes all on failure. The follower's threads hold the
+        client weakly through the cluster in use (a client the application drops can be
+        collected when ``participant`` and ``counts`` do not hold it either)."""
+        ref = weakref.ref(self)
+
+        def source() -> ClusterSpec:
+            client = ref()
+            if client is None:
+                raise ReferenceError("the client was collected")
+            return client._spec
+
         try:
             self._spec = self._follower.initial_cluster
             inner = connect(self._spec)
-            self._follower.join(participant, gate, lambda: self._spec, counts=counts)
+            self._follower.join(participant, gate, source, counts=counts)
             return inner
         except BaseException:
             self._follower.close()

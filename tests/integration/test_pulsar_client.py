@@ -18,7 +18,7 @@ import pulsar
 import pytest
 
 from hotstandby.adapters.pulsar import Client
-from hotstandby.adapters.pulsar.adapter import decode_identity, encode_identity
+from hotstandby.adapters.pulsar.adapter import encode_identity, identity_of
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.failover.identity import HEADER, RecordId, new_session
 from hotstandby.failover.ledger.store import LedgerStore
@@ -58,7 +58,8 @@ def test_messages_carry_an_identity_and_keep_pulsars_message_api(client: Client,
     assert results == [pulsar.Result.Ok] and len(ids) == 20
     got = take(consumer, 21)
     assert [m.data() for m in got] == [f"m{i}".encode() for i in range(20)] + [b"last"]
-    rids = [decode_identity(m.properties()[HEADER]) for m in got]
+    rids = [rid for m in got if (rid := identity_of(m)) is not None]  # not among the properties shown
+    assert len(rids) == 21 and all(HEADER not in m.properties() for m in got)
     assert [r.sequence for r in rids] == list(range(21)), "one session, contiguous sequences"
     assert len({r.session for r in rids}) == 1
     assert got[3].properties()["i"] == "3" and got[3].partition_key() == "k0"

@@ -11,9 +11,8 @@ import pulsar
 import pytest
 
 from hotstandby.adapters.pulsar import Client
-from hotstandby.adapters.pulsar.adapter import decode_identity
+from hotstandby.adapters.pulsar.adapter import identity_of
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.failover.identity import HEADER
 from hotstandby.failover.partitioner import Partitioner
 from hotstandby.refcluster import Ports, RefCluster
 from tests.integration.pulsar_helpers import acknowledge_until, take
@@ -51,7 +50,8 @@ def test_partitions_chosen_by_key_sequences_per_partition_and_a_switch(partition
         expected = Partitioner("java-string")
         by_partition: dict[int, list[int]] = {}
         for m in got:
-            rid = decode_identity(m.properties()[HEADER])
+            rid = identity_of(m)
+            assert rid is not None
             key = m.partition_key()
             assert rid.partition == m.message_id().partition() == expected.partition(topic, key.encode(), PARTITIONS)
             assert m.topic_name() == f"{topic}-partition-{rid.partition}"
@@ -73,5 +73,28 @@ def test_partitions_chosen_by_key_sequences_per_partition_and_a_switch(partition
         later = acknowledge_until(consumer, wanted)
         assert not {m.data().decode() for m in got[:60]} & set(later), "acknowledged, handed out again"
         assert len(later) == len(set(later))
+    finally:
+        client.close()
+
+
+def test_use_single_partition_sends_unkeyed_messages_to_one_partition(partitioned: RefCluster) -> None:
+    namespace = f"/hs-test-{uuid.uuid4().hex[:10]}"
+    partitioned.register(namespace)
+    topic = f"persistent://public/default/single-{uuid.uuid4().hex[:8]}"
+    client = Client("payments", etcd=f"127.0.0.1:{partitioned.ports.etcd}", namespace=namespace,
+                    logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))  # fmt: skip
+    try:
+        consumer = client.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer(topic, message_routing_mode=pulsar.PartitionsRoutingMode.UseSinglePartition)
+        for i in range(12):
+            producer.send_async(f"m{i}".encode(), None)
+        producer.send(b"keyed", partition_key="k3")
+        got = take(consumer, 13)
+        unkeyed = {m.message_id().partition() for m in got if m.data() != b"keyed"}
+        assert len(unkeyed) == 1, "one partition for the messages without a key"
+        keyed = next(m for m in got if m.data() == b"keyed")
+        assert keyed.message_id().partition() == Partitioner("java-string").partition(topic, b"k3", PARTITIONS)
+        for m in got:
+            consumer.acknowledge(m)
     finally:
         client.close()

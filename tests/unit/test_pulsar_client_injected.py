@@ -3,7 +3,9 @@ endpoint here answers nothing); pulsar-client connects to the broker only when u
 
 from __future__ import annotations
 
+import gc
 import socket
+import threading
 
 from hotstandby.adapters.pulsar import Client
 from hotstandby.configcenter import ConfigCenter, MemoryStore
@@ -55,3 +57,15 @@ def test_on_switch_is_a_keyword_of_the_client_and_a_rejected_flip_reaches_it() -
         assert (event.resent, event.filtered) == (0, 0)
     finally:
         client.close()
+
+
+def test_a_client_dropped_without_close_stops_its_threads() -> None:
+    center = ConfigCenter(MemoryStore())
+    center.put_cluster(ClusterSpec(name="pulsar-a", kind="pulsar", url=f"pulsar://127.0.0.1:{_closed_port()}"))
+    center.create_route("r", ["pulsar-a"], "pulsar-a")
+    before = set(threading.enumerate())
+    client = Client("r", etcd=f"127.0.0.1:{_closed_port()}", center=center)
+    assert set(threading.enumerate()) - before, "the client follows its route on threads of its own"
+    del client
+    gc.collect()
+    wait_for(lambda: not set(threading.enumerate()) - before, 10, "the dropped client's threads to end")

@@ -1,0 +1,148 @@
+"""How a Pulsar ``Consumer`` takes acknowledgements (see :mod:`hotstandby.adapters.pulsar.consumer`):
+recorded by identity in the subscription's ack tracker, sent to the broker once stored."""
+
+from __future__ import annotations
+
+import threading
+
+import pulsar
+
+from hotstandby.adapters.pulsar.adapter import identity_of
+from hotstandby.adapters.pulsar.handed import Handed, HandedOut, MessageKey, Slot
+from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
+from hotstandby.failover.identity import RecordId
+from hotstandby.logs import Seldom
+
+__all__ = ["Acknowledging"]
+
+
+class Acknowledging:
+    """The acknowledging half of :class:`hotstandby.adapters.pulsar.consumer.Consumer`."""
+
+    _lock: threading.RLock
+    _out: HandedOut
+    _state: SubscriptionState
+    _inner: pulsar.Consumer
+    _topic: str
+    _cumulative: bool  # Exclusive or Failover
+    _shared: bool  # Shared or Key_Shared
+    _closed: bool
+    _seldom: Seldom
+
+    def _by_id(self, message: pulsar.Message | pulsar.MessageId) -> pulsar.Message | None:
+        """The message handed out under message id ``message`` (a message is itself); None when
+        no message handed out and not acknowledged has that id."""
+        return message if isinstance(message, pulsar.Message) else self._out.by_id(message)
+
+    def _find(self, message: pulsar.Message | pulsar.MessageId) -> tuple[pulsar.Message | None, Handed | None]:
+        """The message ``message`` names (itself, or the one handed out under that id: None if
+        none) and what it is handed out as on the current cluster (None: not any more)."""
+        key: MessageKey | None = getattr(message, "_hs_key", None)
+        handed = None if key is None else self._out.current.get(key)
+        if handed is not None and handed.message is message:  # the common case: no search
+            return message, handed
+        found = self._by_id(message)
+        return found, None if found is None else self._out.of(found)
+
+    def acknowledge(self, message: pulsar.Message | pulsar.MessageId) -> None:
+        """As :meth:`pulsar.Consumer.acknowledge` (a message or its id): stored in the ledger,
+        then sent to the broker."""
+        with self._lock:
+            self._check_open()
+            found, handed = self._find(message)
+            if found is None:
+                self._acknowledge_unknown_id(message, cumulative=False)
+                return
+            if handed is None:
+                self._acknowledge_elsewhere(found)
+                return
+            del self._out.current[handed.key]
+            self._state.acks.acknowledge(handed.slot, handed.position)  # collected at the next store
+            slot = handed.slot if self._cumulative else None
+            self._state.after_store(self._inner, handed.message, slot=slot, position=handed.position)
+
+    def acknowledge_cumulative(self, message: pulsar.Message | pulsar.MessageId) -> None:
+        """As :meth:`pulsar.Consumer.acknowledge_cumulative` (a message or its id): every message
+        of its partition handed out up to it (Exclusive and Failover subscriptions; Shared and
+        Key_Shared ones raise ``pulsar.CumulativeAcknowledgementNotAllowedError``)."""
+        if self._shared:
+            raise pulsar.CumulativeAcknowledgementNotAllowedError(
+                "Pulsar error: CumulativeAcknowledgementNotAllowedError"
+            )
+        with self._lock:
+            self._check_open()
+            found, handed = self._find(message)
+            if found is None:
+                self._acknowledge_unknown_id(message, cumulative=True)
+                return
+            message = found
+            if handed is None:
+                self._acknowledge_left_cumulatively(message)
+                return
+            # What the partition handed out on the cluster left before the switch came first.
+            self._acknowledge_left(handed.slot, None)
+            self._state.acks.acknowledge_through(handed.slot, handed.position + 1)
+            current = self._out.current
+            covered = [h for h in current.values() if h.slot == handed.slot and h.position <= handed.position]
+            for h in covered:
+                del current[h.key]
+            # Collected at the next store; in flight (filtered) until then.
+            if message.message_id().batch_index() < 0:
+                self._state.after_store(self._inner, message, cumulative=True)
+            else:
+                # A cumulative acknowledgement of a batched message can reach the reference
+                # broker as one of the whole topic (docs/refcluster.md): each one instead.
+                for h in covered:
+                    self._state.after_store(self._inner, h.message)
+
+    def _acknowledge_unknown_id(self, mid: pulsar.MessageId, *, cumulative: bool) -> None:
+        """A message id of no message handed out here: nothing to record in the ledger (its
+        identity is unknown), so the broker alone gets it, as pulsar-client would send it."""
+        self._seldom.info("consumer.ack_of_unknown_message_id", topic=self._topic, message_id=str(mid))
+        self._state.after_store(self._inner, mid, cumulative=cumulative)
+
+    def _acknowledge_elsewhere(self, message: pulsar.Message) -> None:
+        """A message handed out on a cluster the consumer has left (or acknowledged already):
+        by identity only — the broker that delivered it is not this one."""
+        key: MessageKey | None = getattr(message, "_hs_key", None)
+        rid = key if isinstance(key, RecordId) else identity_of(message)
+        if rid is None:
+            self._seldom.info("consumer.ack_without_identity_ignored", topic=self._topic,
+                             message_id=str(message.message_id()))  # fmt: skip
+            return
+        self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, rid, now_ms()))
+
+    def _acknowledge_left_cumulatively(self, message: pulsar.Message) -> None:
+        """A cumulative acknowledgement of a message handed out on the cluster the consumer has
+        just left covers what was handed out before it there, from its partition: by identity."""
+        handed = self._out.left_of(message)
+        if handed is not None:
+            self._acknowledge_left(handed.slot, handed.position)
+        else:
+            self._acknowledge_elsewhere(message)
+
+    def _acknowledge_left(self, slot: Slot, through: int | None) -> None:
+        """Acknowledge by identity what ``slot`` handed out on the cluster left last, up to
+        position ``through`` (None: all of it)."""
+        for h in self._out.take_left(slot, through):
+            if h.rid is not None:
+                self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, h.rid, now_ms()))
+
+    def negative_acknowledge(self, message: pulsar.Message | pulsar.MessageId) -> None:
+        """As :meth:`pulsar.Consumer.negative_acknowledge` (a message or its id): it comes again."""
+        with self._lock:
+            found = self._by_id(message)
+            if found is None:
+                self._inner.negative_acknowledge(message)
+                return
+            message = found
+            handed = self._out.of(message)
+            if handed is None:
+                return  # from a cluster we left: it was not acknowledged, so it comes again there
+            del self._out.current[handed.key]
+            self._state.acks.release(handed.slot, handed.position)
+            self._inner.negative_acknowledge(message)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise pulsar.AlreadyClosed("Pulsar error: AlreadyClosed")
