@@ -13,6 +13,8 @@ what it may read of that.
   (or twice the drain timeout passed), then merges them.
 * A revoked partition's processed records are committed (auto commit); what was handed out
   there stays aside for a later ``commit(message=...)``.
+* A partition the application paused stays paused until it resumes it: whenever it is
+  assigned — after a rebalance or on the cluster a switch moved to — it is paused again there.
 """
 
 from __future__ import annotations
@@ -63,6 +65,12 @@ class Assignments:
         self._on_assign, self._on_revoke = on_assign, on_revoke
         self.resubscribe(links)
 
+    def unsubscribe(self) -> None:
+        """Nothing subscribed any more, here or on the clusters a switch moves to."""
+        self._s.topics = []
+        self._unassigned_since = None
+        self._s.inner.unsubscribe()
+
     def resubscribe(self, links: dict[tuple[str, str], Link]) -> None:
         """Subscribe the raw consumer in use to the topics and their remote copies there."""
         s = self._s
@@ -93,17 +101,17 @@ class Assignments:
         self._unassigned_since = None
         if self._starts is not None:
             self._place(partitions)
-        if self._starts is not None or self.holding_since is not None:
-            inner.assign(partitions)
+        paused = self.paused_of(partitions)
+        s.ledgers.claim({(s.logical_of(tp.topic), tp.partition) for tp in partitions})
+        # Nothing of a partition is handed out before its ledger is claimed (etcd is
+        # unreachable): the previous owner's acknowledgements may be missing from ours.
+        unclaimed = self._unclaimed(partitions)
+        if self._starts is not None or self.holding_since is not None or paused or unclaimed:
+            inner.assign(partitions)  # to place, or to pause: librdkafka pauses assigned partitions only
         if self.holding_since is not None:
             inner.pause(partitions)
-        s.ledgers.claim({(s.logical_of(tp.topic), tp.partition) for tp in partitions})
-        if s.ledgers.unclaimed:
-            # Nothing of a partition is handed out before its ledger is claimed (etcd is
-            # unreachable): the previous owner's acknowledgements may be missing from ours.
-            if self._starts is None and self.holding_since is None:
-                inner.assign(partitions)
-            inner.pause(self._unclaimed(partitions))
+        elif paused or unclaimed:
+            inner.pause(paused + unclaimed)
         if self._on_assign:
             self._on_assign(self._facade, self.logical_partitions(partitions))
 
@@ -145,11 +153,23 @@ class Assignments:
         unclaimed = self._s.ledgers.unclaimed
         return [tp for tp in partitions if (self._s.logical_of(tp.topic), tp.partition) in unclaimed]
 
+    def paused_of(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """The physical partitions of ``partitions`` the application paused (as logical ones)."""
+        paused, logical_of = self._s.paused, self._s.logical_of
+        return [tp for tp in partitions if (logical_of(tp.topic), tp.partition) in paused]
+
+    def readable(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """Of ``partitions``, those the SDK itself does not hold (ledger claimed, no peer behind)."""
+        if self.holding_since is not None:
+            return []
+        unclaimed = {(tp.topic, tp.partition) for tp in self._unclaimed(partitions)}
+        return [tp for tp in partitions if (tp.topic, tp.partition) not in unclaimed]
+
     def _resume_claimed(self) -> None:
         inner = self._s.inner
         assignment = inner.assignment()
-        unclaimed = {(tp.topic, tp.partition) for tp in self._unclaimed(assignment)}
-        inner.resume([tp for tp in assignment if (tp.topic, tp.partition) not in unclaimed])
+        held = {(tp.topic, tp.partition) for tp in self._unclaimed(assignment) + self.paused_of(assignment)}
+        inner.resume([tp for tp in assignment if (tp.topic, tp.partition) not in held])
 
     def before_fetch(self) -> None:
         """Release what may be read now: partitions once no peer is behind, ledgers claimed late."""
