@@ -25,7 +25,7 @@ from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.adapter import ADAPTER
 from hotstandby.adapters.kafka.client_logs import with_logger
-from hotstandby.adapters.kafka.producer_extras import NO_TRANSACTIONS, ProducerExtras
+from hotstandby.adapters.kafka.producer_extras import NO_TRANSACTIONS, ProducerExtras, ProducerSwitching
 from hotstandby.adapters.kafka.replication_progress import read_positions
 from hotstandby.adapters.kafka.surface import (
     HANDLE_CLOSED,
@@ -125,7 +125,8 @@ class Producer(ProducerExtras, RouteClient):
         self.switches = 0
         self._move: tuple[RawProducer, dict[tuple[str, int], ReplicatedTo]] | None = None
         self._old: RawProducer | None = None
-        self._inner = self._join(self._connect, self, SwitchGate(self._lock))
+        self._switching = ProducerSwitching(self)
+        self._inner = self._join(self._connect, self._switching, SwitchGate(self._lock))
 
     # -- connections ----------------------------------------------------------------------
 
@@ -308,21 +309,19 @@ class Producer(ProducerExtras, RouteClient):
 
     # -- switching ------------------------------------------------------------------------
 
-    # The switch protocol (hotstandby.failover.switch_protocol); produce() waits on the lock,
-    # which the gate is built on, so new records queue behind the re-send.
+    # The switch protocol (hotstandby.failover.switch_protocol), through ProducerSwitching; produce()
+    # waits on the lock, which the gate is built on, so new records queue behind the re-send.
 
-    peer_labels = None  # a producer waits for nobody
-
-    def drain(self, plan: SwitchPlan) -> None:
+    def _switch_drain(self, plan: SwitchPlan) -> None:
         """A planned switch: let the old cluster acknowledge what it has (if it answers)."""
         drain_s = plan.drain_timeout_s
         if self._outbox.pending and probe_cluster(self._spec, timeout=min(1.0, drain_s)).ok:
             self._inner.flush(drain_s)
 
-    def store(self, plan: SwitchPlan) -> None:
+    def _switch_store(self, plan: SwitchPlan) -> None:
         """Nothing to store: what the producer keeps (pending, window) moves with it."""
 
-    def connect(self, plan: SwitchPlan) -> None:
+    def _switch_connect(self, plan: SwitchPlan) -> None:
         new = self._connect(plan.destination)
         try:
             new.list_topics(timeout=_METADATA_TIMEOUT_S)  # raises if the new cluster does not answer
@@ -332,12 +331,12 @@ class Producer(ProducerExtras, RouteClient):
             raise
         self._move = (new, positions)
 
-    def abort(self, plan: SwitchPlan) -> None:
+    def _switch_abort(self, plan: SwitchPlan) -> None:
         move, self._move = self._move, None
         if move is not None:
             move[0].close()
 
-    def move(self, plan: SwitchPlan) -> None:
+    def _switch_move(self, plan: SwitchPlan) -> None:
         assert self._move is not None, "move without connect"
         (new, positions), self._move = self._move, None
         with self._lock:
@@ -353,7 +352,7 @@ class Producer(ProducerExtras, RouteClient):
         log.info("producer.switched", client=self.options.client_id, source=plan.current.active, to=plan.target.active,
                  epoch=plan.target.epoch, resent=len(replay.records), replicated=replay.trimmed)  # fmt: skip
 
-    def resume(self, plan: SwitchPlan) -> None:
+    def _switch_resume(self, plan: SwitchPlan) -> None:
         old, self._old = self._old, None
         if old is not None:
             old.poll(0)  # callbacks of the old client are ignored (older generation)

@@ -1,19 +1,24 @@
 """The part of confluent-kafka's Producer surface that is not about producing records across
 a switch: metadata and credentials of the cluster in use, batches, and the transaction methods,
-which the failover producer does not offer (docs/kafka-api.md)."""
+which the failover producer does not offer (docs/kafka-api.md); and the producer's part in the
+switch protocol, kept off that surface."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.surface import DeliveryCallback, not_supported
+from hotstandby.failover.switch_protocol import SwitchPlan
 
-__all__ = ["NO_TRANSACTIONS", "ProducerExtras"]
+if TYPE_CHECKING:
+    from hotstandby.adapters.kafka.producer import Producer
+
+__all__ = ["NO_TRANSACTIONS", "ProducerExtras", "ProducerSwitching"]
 
 NO_TRANSACTIONS = "a transaction cannot move between clusters"
 
@@ -103,3 +108,31 @@ class ProducerExtras:
     def send_offsets_to_transaction(self, positions: Any, group_metadata: Any, timeout: float = -1) -> None:
         """Not supported (see :meth:`init_transactions`)."""
         not_supported("send_offsets_to_transaction", NO_TRANSACTIONS)
+
+
+class ProducerSwitching:
+    """A producer's part in the switch protocol (a ``SwitchParticipant``), kept off the
+    confluent-kafka surface of :class:`Producer`."""
+
+    peer_labels = None  # a producer waits for nobody
+
+    def __init__(self, producer: Producer) -> None:
+        self._producer = producer
+
+    def drain(self, plan: SwitchPlan) -> None:
+        self._producer._switch_drain(plan)
+
+    def store(self, plan: SwitchPlan) -> None:
+        self._producer._switch_store(plan)
+
+    def connect(self, plan: SwitchPlan) -> None:
+        self._producer._switch_connect(plan)
+
+    def move(self, plan: SwitchPlan) -> None:
+        self._producer._switch_move(plan)
+
+    def resume(self, plan: SwitchPlan) -> None:
+        self._producer._switch_resume(plan)
+
+    def abort(self, plan: SwitchPlan) -> None:
+        self._producer._switch_abort(plan)
