@@ -148,14 +148,20 @@ class Consumer(ConsumerExtras, RouteClient):
     # -- subscribing ----------------------------------------------------------------------
 
     def subscribe(
-        self, topics: Sequence[str], on_assign: Rebalance | None = None, on_revoke: Rebalance | None = None
+        self,
+        topics: Sequence[str],
+        on_assign: Rebalance | None = None,
+        on_revoke: Rebalance | None = None,
+        on_lost: Rebalance | None = None,
     ) -> None:
+        """As confluent-kafka's: the topics (and their remote copies on the cluster in use); the
+        callbacks get the consumer and logical partitions."""
         self._check_open()
         # As creating the consumer: waits out a short etcd outage (hotstandby.etcd.timeout.ms).
         links = self._follower.patiently(self._follower.center.links, "reading the links")
         self._switch.leaves.await_none(self._state.spec)
         with self._state.lock:
-            self._assignments.subscribe(list(topics), on_assign, on_revoke, links)
+            self._assignments.subscribe(list(topics), on_assign, on_revoke, on_lost, links)
 
     def unsubscribe(self) -> None:
         """Leave the subscription (on the cluster in use; a switch subscribes to nothing)."""

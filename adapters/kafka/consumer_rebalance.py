@@ -51,6 +51,7 @@ class Assignments:
         self._facade = facade  # what the application's rebalance callbacks get as the consumer
         self._on_assign: Rebalance | None = None
         self._on_revoke: Rebalance | None = None
+        self._on_lost: Rebalance | None = None
         self._unassigned_since: float | None = None  # subscribed, no partitions assigned yet
         self._starts: StartPositions | None = None  # after a switch: where each partition starts
         self._started: set[Slot] = set()
@@ -60,9 +61,9 @@ class Assignments:
     # -- subscribing ----------------------------------------------------------------------
 
     def subscribe(self, topics: list[str], on_assign: Rebalance | None, on_revoke: Rebalance | None,
-                  links: dict[tuple[str, str], Link]) -> None:  # fmt: skip
+                  on_lost: Rebalance | None, links: dict[tuple[str, str], Link]) -> None:  # fmt: skip
         self._s.topics = topics
-        self._on_assign, self._on_revoke = on_assign, on_revoke
+        self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
         self.resubscribe(links)
 
     def unsubscribe(self) -> None:
@@ -81,7 +82,7 @@ class Assignments:
                 prefixes.append(f"{other}{link.separator}")
         s.logical = physical_topics(s.topics, prefixes)
         self._unassigned_since = time.monotonic()
-        s.inner.subscribe(sorted(s.logical), on_assign=self._assigned, on_revoke=self._revoked)
+        s.inner.subscribe(sorted(s.logical), on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost)
 
     def restart(self, starts: StartPositions) -> None:
         """A switch: partitions assigned from now on start where ``starts`` says."""
@@ -115,13 +116,19 @@ class Assignments:
         if self._on_assign:
             self._on_assign(self._facade, self.logical_partitions(partitions))
 
-    def _revoked(self, inner: Any, partitions: list[TopicPartition]) -> None:
+    def _lost(self, inner: Any, partitions: list[TopicPartition]) -> None:
+        """Partitions lost (the group went on without us): as revoked, telling the application's
+        ``on_lost`` (else its ``on_revoke``), as confluent-kafka does."""
+        self._revoked(inner, partitions, lost=True)
+
+    def _revoked(self, inner: Any, partitions: list[TopicPartition], *, lost: bool = False) -> None:
         s = self._s
         if inner is not s.inner or s.closing:
             return  # a cluster we left, or we are closing: the acknowledgements are stored already
-        if self._on_revoke:
+        tell = (self._on_lost or self._on_revoke) if lost else self._on_revoke
+        if tell:
             # First, so that what the application commits there is kept too.
-            self._on_revoke(self._facade, self.logical_partitions(partitions))
+            tell(self._facade, self.logical_partitions(partitions))
         if self._committer.auto_commit:  # what was processed on these partitions is kept
             self._committer.commit(s.acks.processed_positions(), asynchronous=True)
         gone = {(tp.topic, tp.partition) for tp in partitions}

@@ -276,6 +276,17 @@ def test_positions_by_offset_are_refused_clearly(consumers: tuple[Any, Consumer]
         assert info.value.args[0].code() == KafkaError._NOT_IMPLEMENTED
 
 
+def test_subscribe_takes_confluent_kafkas_callbacks(consumers: tuple[Any, Consumer]) -> None:
+    raw, facade = consumers
+
+    def noop(consumer: Any, partitions: list[TopicPartition]) -> None:
+        pass
+
+    same(lambda: raw.subscribe(["t"], on_assign=noop, on_revoke=noop, on_lost=noop),
+         lambda: facade.subscribe(["t"], on_assign=noop, on_revoke=noop, on_lost=noop))  # fmt: skip
+    same(raw.unsubscribe, facade.unsubscribe)
+
+
 def test_pass_throughs_answer_for_the_cluster_in_use(consumers: tuple[Any, Consumer]) -> None:
     raw, facade = consumers
     assert facade.memberid() == raw.memberid()
