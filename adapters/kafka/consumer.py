@@ -30,13 +30,17 @@ never hands a record over twice.
 * On a switch the consumer stores its ledgers, leaves the old cluster and subscribes on the new
   one, resuming from the group's committed offsets there or else from the beginning — never
   after an unprocessed record; whatever is read again is filtered.
+* Messages come without the SDK's ``hs-id`` header (their identity is
+  ``msg.hs_id``); error events about a remote copy that does not exist yet are not handed out.
 
 ``hotstandby.on_switch`` (a callable in the configuration) is given each switch event
 (docs/observability.md).
 
 The class delegates: fetching and the filter (``consumer_fetch``), acknowledging and committing
 (``consumer_commit``), subscription and rebalances (``consumer_rebalance``), its part in the
-switch protocol (``consumer_switch``); the state they share lives in ``consumer_state``.
+switch protocol (``consumer_switch``), the rest of confluent-kafka's surface
+(``consumer_extras``); the state they share lives in ``consumer_state``. docs/kafka-api.md
+says what each method does across a switch.
 """
 
 from __future__ import annotations
@@ -45,14 +49,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import Message, TopicPartition
 
 from hotstandby.adapters.kafka.consumer_commit import Committer
+from hotstandby.adapters.kafka.consumer_extras import ConsumerExtras
 from hotstandby.adapters.kafka.consumer_fetch import Fetcher
 from hotstandby.adapters.kafka.consumer_rebalance import Assignments, Rebalance
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, log
 from hotstandby.adapters.kafka.consumer_switch import ConsumerSwitch
 from hotstandby.adapters.kafka.group_leave import GroupLeaves
+from hotstandby.adapters.kafka.surface import bool_setting, config_dict, int_setting
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.client_options import ClientOptions
@@ -68,30 +74,34 @@ __all__ = ["Consumer"]
 _LEAVE_TIMEOUT_S = 25.0
 
 
-def _flag(raw: dict[str, Any], key: str) -> bool:
-    return str(raw.get(key, True)).lower() in ("true", "1")
-
-
-class Consumer(RouteClient):
+class Consumer(ConsumerExtras, RouteClient):
     """Drop-in replacement for :class:`confluent_kafka.Consumer` (see the module doc).
 
     ``center`` (the config center), ``ledger_store`` (where the ledgers are kept) and ``clock``
     (wall-clock seconds, for acknowledgement times) default to the config center the
     ``hotstandby.*`` settings name, a :class:`LedgerStore` in it and :func:`time.time`. A
-    center passed in stays open when the consumer closes."""
+    center passed in stays open when the consumer closes.
+
+    Raises as confluent-kafka does: ``TypeError`` without a configuration dict, ``ValueError``
+    without ``group.id``, ``KafkaException`` (``_INVALID_ARG``) for a bad setting; after
+    :meth:`close`, every method but ``close`` raises ``RuntimeError``."""
 
     def __init__(
         self,
-        config: dict[str, Any],
+        config: dict[str, Any] | None = None,
         *,
         center: ConfigCenter | None = None,
         ledger_store: LedgerStore | None = None,
         clock: Callable[[], float] = time.time,
         **kwargs: Any,
     ) -> None:
+        config = config_dict(config, kwargs)  # as confluent-kafka, keywords are properties too
+        if not config.get("group.id"):
+            raise ValueError("Failed to create consumer: group.id must be set")
         self.options, raw = ClientOptions.split(config, role="consumer")
-        if "group.id" not in raw:
-            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "group.id must be set"))
+        auto_commit = bool_setting(raw, "enable.auto.commit", True)
+        auto_store = bool_setting(raw, "enable.auto.offset.store", True)
+        interval_s = int_setting(raw, "auto.commit.interval.ms", 5000) / 1000
         self.group = str(raw["group.id"])
         follower = RouteFollower(self.options, "kafka", role="consumer", labels={"group": self.group}, center=center)
         self._follower = follower
@@ -100,11 +110,10 @@ class Consumer(RouteClient):
             options=self.options, group=self.group, follower=follower,
             ledger_store=ledger_store if ledger_store is not None else LedgerStore(follower.center),
             raw_config={**raw, "enable.auto.commit": False, "enable.auto.offset.store": False},
-            raw_kwargs=kwargs, clock=clock,
+            clock=clock,
         )  # fmt: skip
-        self._fetcher = Fetcher(s, auto_store=_flag(raw, "enable.auto.offset.store"))
-        self._committer = Committer(s, self._fetcher, auto_commit=_flag(raw, "enable.auto.commit"),
-                                    interval_s=int(raw.get("auto.commit.interval.ms", 5000)) / 1000)  # fmt: skip
+        self._fetcher = Fetcher(s, auto_store=auto_store)
+        self._committer = Committer(s, self._fetcher, auto_commit=auto_commit, interval_s=interval_s)
         self._assignments = Assignments(s, self._fetcher, self._committer, self)
         leaves = GroupLeaves(follower.center, self.group, member=self.options.client_id, timeout_s=_LEAVE_TIMEOUT_S)
         self._switch = ConsumerSwitch(s, self._fetcher, self._committer, self._assignments, leaves)
@@ -142,18 +151,32 @@ class Consumer(RouteClient):
     # -- subscribing ----------------------------------------------------------------------
 
     def subscribe(
-        self, topics: Sequence[str], on_assign: Rebalance | None = None, on_revoke: Rebalance | None = None
+        self,
+        topics: Sequence[str],
+        on_assign: Rebalance | None = None,
+        on_revoke: Rebalance | None = None,
+        on_lost: Rebalance | None = None,
     ) -> None:
+        """As confluent-kafka's: the topics (and their remote copies on the cluster in use); the
+        callbacks get the consumer and logical partitions."""
+        self._check_open()
         # As creating the consumer: waits out a short etcd outage (hotstandby.etcd.timeout.ms).
         links = self._follower.patiently(self._follower.center.links, "reading the links")
         self._switch.leaves.await_none(self._state.spec)
         with self._state.lock:
-            self._assignments.subscribe(list(topics), on_assign, on_revoke, links)
+            self._assignments.subscribe(list(topics), on_assign, on_revoke, on_lost, links)
+
+    def unsubscribe(self) -> None:
+        """Leave the subscription (on the cluster in use; a switch subscribes to nothing)."""
+        self._check_open()
+        with self._state.lock:
+            self._assignments.unsubscribe()
 
     # -- consuming ------------------------------------------------------------------------
 
     def poll(self, timeout: float | None = -1) -> Message | None:
         """The next record not acknowledged before (or an error event), as confluent_kafka does."""
+        self._check_open()
         s, fetcher, assignments = self._state, self._fetcher, self._assignments
         with s.lock:
             fetcher.mark_returned_processed()
@@ -181,6 +204,7 @@ class Consumer(RouteClient):
         return None
 
     def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
+        self._check_open()
         out: list[Message] = []
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         while len(out) < num_messages:
@@ -195,6 +219,7 @@ class Consumer(RouteClient):
 
     def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
         """Mark records processed (for ``enable.auto.offset.store=false``)."""
+        self._check_open()
         with self._state.lock:
             for slot, next_offset in self._committer.positions(message, offsets).items():
                 self._state.acks.mark_processed(slot, next_offset)
@@ -205,6 +230,7 @@ class Consumer(RouteClient):
         """Acknowledge, as confluent_kafka commits: the stored offsets, or the given message's
         partition up to it, or the given offsets. Ledger first (in the config center), then the
         broker's offsets."""
+        self._check_open()
         with self._state.lock:
             committed: list[TopicPartition] | None
             if message is None and offsets is None:
@@ -224,12 +250,15 @@ class Consumer(RouteClient):
         return count
 
     def assignment(self) -> list[TopicPartition]:
+        """The logical partitions assigned on the cluster in use."""
+        self._check_open()
         with self._state.lock:
             partitions: list[TopicPartition] = self._assignments.logical_partitions(self._state.inner.assignment())
             return partitions
 
     def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
         """Committed offsets of the physical partitions behind the given logical ones."""
+        self._check_open()
         s = self._state
         with s.lock:
             physical = [
@@ -238,7 +267,11 @@ class Consumer(RouteClient):
             return list(s.inner.committed(physical, timeout=30.0 if timeout is None else timeout))
 
     def close(self) -> None:
-        """Commit what was processed (with auto commit), store the ledgers, leave the group."""
+        """Commit what was processed (with auto commit), store the ledgers, leave the group.
+        Closing twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
         s = self._state
         with s.lock:
             if self._committer.auto_commit:

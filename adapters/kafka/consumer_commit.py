@@ -14,7 +14,7 @@ import time
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from hotstandby.adapters.kafka.consumer_fetch import Fetcher, record_id
+from hotstandby.adapters.kafka.consumer_fetch import Fetcher, message_identity
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
 from hotstandby.errors import ConfigCenterUnavailable
 
@@ -38,8 +38,7 @@ class Committer:
         if message is not None:
             physical = str(getattr(message, "physical_topic", None) or message.topic())
             slot, offset = (physical, message.partition() or 0), message.offset() or 0
-            headers = message.headers()
-            rid = record_id(headers, physical, slot[1], offset) if headers else None
+            rid = message_identity(message)
             timestamp = message.timestamp()[1]
             if acks.handed_out(slot, offset, rid, timestamp):
                 # Handed out on this cluster, before or after a rebalance: the commit covers it

@@ -1,5 +1,10 @@
 """Fetching for a Kafka ``Consumer``: records fetched from the current cluster in batches,
 examined one at a time — filtered by the ack ledger, or handed out under their logical topic.
+
+What the SDK keeps for itself is not handed out: the ``hs-id`` header is taken off the messages
+(their identity stays on them as :attr:`LogicalMessage.hs_id`; ``headers()`` is None when no
+other header is left, as for a record written without headers), and the error events saying a
+remote copy (``kafka-b.orders``) does not exist yet are dropped — the application never named it.
 """
 
 from __future__ import annotations
@@ -7,22 +12,24 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import KafkaError, Message, TopicPartition
 
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
 from hotstandby.errors import FormatError
 from hotstandby.failover.identity import HEADER, RecordId
 
-__all__ = ["Fetcher", "LogicalMessage", "record_id"]
+__all__ = ["Fetcher", "LogicalMessage", "message_identity", "record_id"]
 
 # Records fetched from librdkafka per call: one call per record costs more than our filter.
 _FETCH_BATCH = 500
 
 
 class LogicalMessage(Message):
-    """A message under its logical topic name, remembering the physical topic it came from."""
+    """A message as the consumer hands it out: under its logical topic name, without the
+    ``hs-id`` header, remembering the physical topic it came from and its identity."""
 
     physical_topic: str
+    hs_id: RecordId | None  # the record's identity (None: written by another producer)
 
 
 def record_id(
@@ -37,6 +44,15 @@ def record_id(
     except FormatError as exc:
         log.warning("record.bad_identity", topic=topic, partition=partition, offset=offset, error=str(exc))
         return None
+
+
+def message_identity(message: Message) -> RecordId | None:
+    """The identity of a message the application hands back (ours, or a raw one with headers)."""
+    if isinstance(message, LogicalMessage):
+        return message.hs_id
+    headers = message.headers()
+    topic, partition, offset = message.topic() or "", message.partition() or 0, message.offset() or 0
+    return record_id(headers, topic, partition, offset) if headers else None
 
 
 class Fetcher:
@@ -85,8 +101,9 @@ class Fetcher:
 
     def accept(self, msg: Message) -> Message | None:
         """Filter a record already acknowledged; otherwise hand it out under its logical topic."""
-        if msg.error() is not None:
-            return msg
+        error = msg.error()
+        if error is not None:
+            return None if self._copy_missing(msg, error) else msg
         acks = self._s.acks
         physical, partition, offset = msg.topic() or "", msg.partition() or 0, msg.offset() or 0
         logical = self._s.logical_of(physical)
@@ -97,14 +114,31 @@ class Fetcher:
             acks.mark_filtered_processed(slot, offset)
             return None
         self._last_returned = (slot, offset)
-        if physical == logical:
-            return msg
+        pairs = list(headers.items()) if isinstance(headers, dict) else headers or []  # a list, from librdkafka
+        shown = [(k, v) for k, v in pairs if k != HEADER]
+        epoch = msg.leader_epoch()  # None when unknown, which the constructor takes as -1
         out = LogicalMessage(
             topic=logical, partition=partition, offset=offset, key=msg.key(), value=msg.value(),
-            headers=headers, timestamp=msg.timestamp(),
+            headers=shown or None, timestamp=msg.timestamp(), leader_epoch=-1 if epoch is None else epoch,
         )  # fmt: skip
         out.physical_topic = physical
+        out.hs_id = rid
         return out
+
+    def _copy_missing(self, msg: Message, error: KafkaError) -> bool:
+        """An event saying a remote copy the SDK subscribed to does not exist (yet)."""
+        if error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return False
+        logical = self._s.logical
+        topic = msg.topic()
+        if topic:
+            copy = logical.get(topic, topic) != topic
+        else:  # the event may name the topic in its text only
+            text = error.str()
+            copy = any(physical != name and physical in text for physical, name in list(logical.items()))
+        if copy:
+            self._s.seldom.info("consumer.copy_not_there", topic=topic, error=error.str(), cluster=self._s.spec.name)
+        return copy
 
     def mark_returned_processed(self) -> None:
         """With ``enable.auto.offset.store``, what ``poll`` returned last is processed now."""

@@ -13,6 +13,8 @@ what it may read of that.
   (or twice the drain timeout passed), then merges them.
 * A revoked partition's processed records are committed (auto commit); what was handed out
   there stays aside for a later ``commit(message=...)``.
+* A partition the application paused stays paused until it resumes it: whenever it is
+  assigned — after a rebalance or on the cluster a switch moved to — it is paused again there.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class Assignments:
         self._facade = facade  # what the application's rebalance callbacks get as the consumer
         self._on_assign: Rebalance | None = None
         self._on_revoke: Rebalance | None = None
+        self._on_lost: Rebalance | None = None
         self._unassigned_since: float | None = None  # subscribed, no partitions assigned yet
         self._starts: StartPositions | None = None  # after a switch: where each partition starts
         self._started: set[Slot] = set()
@@ -58,10 +61,16 @@ class Assignments:
     # -- subscribing ----------------------------------------------------------------------
 
     def subscribe(self, topics: list[str], on_assign: Rebalance | None, on_revoke: Rebalance | None,
-                  links: dict[tuple[str, str], Link]) -> None:  # fmt: skip
+                  on_lost: Rebalance | None, links: dict[tuple[str, str], Link]) -> None:  # fmt: skip
         self._s.topics = topics
-        self._on_assign, self._on_revoke = on_assign, on_revoke
+        self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
         self.resubscribe(links)
+
+    def unsubscribe(self) -> None:
+        """Nothing subscribed any more, here or on the clusters a switch moves to."""
+        self._s.topics = []
+        self._unassigned_since = None
+        self._s.inner.unsubscribe()
 
     def resubscribe(self, links: dict[tuple[str, str], Link]) -> None:
         """Subscribe the raw consumer in use to the topics and their remote copies there."""
@@ -73,7 +82,7 @@ class Assignments:
                 prefixes.append(f"{other}{link.separator}")
         s.logical = physical_topics(s.topics, prefixes)
         self._unassigned_since = time.monotonic()
-        s.inner.subscribe(sorted(s.logical), on_assign=self._assigned, on_revoke=self._revoked)
+        s.inner.subscribe(sorted(s.logical), on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost)
 
     def restart(self, starts: StartPositions) -> None:
         """A switch: partitions assigned from now on start where ``starts`` says."""
@@ -93,27 +102,33 @@ class Assignments:
         self._unassigned_since = None
         if self._starts is not None:
             self._place(partitions)
-        if self._starts is not None or self.holding_since is not None:
-            inner.assign(partitions)
+        paused = self.paused_of(partitions)
+        s.ledgers.claim({(s.logical_of(tp.topic), tp.partition) for tp in partitions})
+        # Nothing of a partition is handed out before its ledger is claimed (etcd is
+        # unreachable): the previous owner's acknowledgements may be missing from ours.
+        unclaimed = self._unclaimed(partitions)
+        if self._starts is not None or self.holding_since is not None or paused or unclaimed:
+            inner.assign(partitions)  # to place, or to pause: librdkafka pauses assigned partitions only
         if self.holding_since is not None:
             inner.pause(partitions)
-        s.ledgers.claim({(s.logical_of(tp.topic), tp.partition) for tp in partitions})
-        if s.ledgers.unclaimed:
-            # Nothing of a partition is handed out before its ledger is claimed (etcd is
-            # unreachable): the previous owner's acknowledgements may be missing from ours.
-            if self._starts is None and self.holding_since is None:
-                inner.assign(partitions)
-            inner.pause(self._unclaimed(partitions))
+        elif paused or unclaimed:
+            inner.pause(paused + unclaimed)
         if self._on_assign:
             self._on_assign(self._facade, self.logical_partitions(partitions))
 
-    def _revoked(self, inner: Any, partitions: list[TopicPartition]) -> None:
+    def _lost(self, inner: Any, partitions: list[TopicPartition]) -> None:
+        """Partitions lost (the group went on without us): as revoked, telling the application's
+        ``on_lost`` (else its ``on_revoke``), as confluent-kafka does."""
+        self._revoked(inner, partitions, lost=True)
+
+    def _revoked(self, inner: Any, partitions: list[TopicPartition], *, lost: bool = False) -> None:
         s = self._s
         if inner is not s.inner or s.closing:
             return  # a cluster we left, or we are closing: the acknowledgements are stored already
-        if self._on_revoke:
+        tell = (self._on_lost or self._on_revoke) if lost else self._on_revoke
+        if tell:
             # First, so that what the application commits there is kept too.
-            self._on_revoke(self._facade, self.logical_partitions(partitions))
+            tell(self._facade, self.logical_partitions(partitions))
         if self._committer.auto_commit:  # what was processed on these partitions is kept
             self._committer.commit(s.acks.processed_positions(), asynchronous=True)
         gone = {(tp.topic, tp.partition) for tp in partitions}
@@ -145,11 +160,23 @@ class Assignments:
         unclaimed = self._s.ledgers.unclaimed
         return [tp for tp in partitions if (self._s.logical_of(tp.topic), tp.partition) in unclaimed]
 
+    def paused_of(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """The physical partitions of ``partitions`` the application paused (as logical ones)."""
+        paused, logical_of = self._s.paused, self._s.logical_of
+        return [tp for tp in partitions if (logical_of(tp.topic), tp.partition) in paused]
+
+    def readable(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """Of ``partitions``, those the SDK itself does not hold (ledger claimed, no peer behind)."""
+        if self.holding_since is not None:
+            return []
+        unclaimed = {(tp.topic, tp.partition) for tp in self._unclaimed(partitions)}
+        return [tp for tp in partitions if (tp.topic, tp.partition) not in unclaimed]
+
     def _resume_claimed(self) -> None:
         inner = self._s.inner
         assignment = inner.assignment()
-        unclaimed = {(tp.topic, tp.partition) for tp in self._unclaimed(assignment)}
-        inner.resume([tp for tp in assignment if (tp.topic, tp.partition) not in unclaimed])
+        held = {(tp.topic, tp.partition) for tp in self._unclaimed(assignment) + self.paused_of(assignment)}
+        inner.resume([tp for tp in assignment if (tp.topic, tp.partition) not in held])
 
     def before_fetch(self) -> None:
         """Release what may be read now: partitions once no peer is behind, ledgers claimed late."""

@@ -47,7 +47,6 @@ class ConsumerState:
         follower: RouteFollower,
         ledger_store: LedgerStore,
         raw_config: dict[str, Any],
-        raw_kwargs: dict[str, Any],
         clock: Callable[[], float],
     ) -> None:
         self.options = options
@@ -55,7 +54,6 @@ class ConsumerState:
         self.follower = follower
         self.ledger_store = ledger_store
         self._raw_config = raw_config
-        self._raw_kwargs = raw_kwargs
         self._clock = clock
         # Entered on every poll: the RLock itself (C); the gate's condition only to wait for a switch.
         self.lock = threading.RLock()
@@ -66,11 +64,19 @@ class ConsumerState:
         self.ledgers = Ledgers(ledger_store, self.acks, group=group, owner=options.client_id)
         self.seldom = Seldom(log)  # events that can happen per record
         self.closing = False
+        self.closed = False
+        # Logical partitions the application paused: kept paused on every cluster until resumed.
+        self.paused: set[Slot] = set()
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """The application's new credentials: for the cluster in use and the next ones."""
+        self.inner.set_sasl_credentials(username, password)
+        self._raw_config.update({"sasl.username": username, "sasl.password": password})
 
     def connect(self, spec: ClusterSpec) -> RawConsumer:
         """A raw consumer of ``spec``: the cluster's client overrides, then the user's config."""
         config = {"auto.offset.reset": "earliest", **spec.client_config("consumer"), **self._raw_config}
-        return RawConsumer(with_logger({**config, "bootstrap.servers": spec.url}, self._raw_kwargs), **self._raw_kwargs)
+        return RawConsumer(with_logger({**config, "bootstrap.servers": spec.url}))
 
     def now_ms(self) -> int:
         """Wall-clock milliseconds, for acknowledgement times in the ledgers (their age GC)."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +26,18 @@ from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.adapter import ADAPTER
 from hotstandby.adapters.kafka.client_logs import with_logger
+from hotstandby.adapters.kafka.producer_extras import NO_TRANSACTIONS, ProducerExtras, ProducerSwitching
 from hotstandby.adapters.kafka.replication_progress import read_positions
+from hotstandby.adapters.kafka.surface import (
+    HANDLE_CLOSED,
+    DeliveryCallback,
+    as_bytes,
+    config_dict,
+    delivery_settings,
+    headers_list,
+    int_setting,
+    not_supported,
+)
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.failover.client_options import ClientOptions
@@ -46,7 +56,7 @@ __all__ = ["Producer"]
 log = get_logger("hotstandby.kafka.producer")
 seldom = Seldom(log)
 
-DeliveryCallback = Callable[[KafkaError | None, Message], None]
+_HANDLE_METHODS = frozenset({"list_topics", "cluster_id", "set_sasl_credentials"})
 _PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 _METADATA_TIMEOUT_S = 10.0
 _DEFAULT_MAX_PENDING = 100_000  # librdkafka's queue.buffering.max.messages default
@@ -73,59 +83,33 @@ class _Record:
         return (self.topic, self.partition, self.rid.sequence)
 
 
-def _as_bytes(value: Any) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode()
-    raise TypeError(f"expected bytes or str, got {type(value).__name__}")
-
-
-def _headers(headers: Any) -> list[tuple[str, str | bytes | None]]:
-    if not headers:
-        return []
-    items = list(headers.items()) if isinstance(headers, dict) else list(headers or [])
-    out: list[tuple[str, str | bytes | None]] = [(str(k), _as_bytes(v) or b"") for k, v in items]
-    if any(k == HEADER for k, _ in out):
-        raise ValueError(f"the {HEADER!r} header is set by hotstandby; do not set it yourself")
-    return out
-
-
-def _delivery_settings(raw: dict[str, Any]) -> tuple[DeliveryCallback | None, bool, dict[str, Any]]:
-    """confluent-kafka's own delivery settings, taken out of the configuration: the SDK needs
-    every delivery report from librdkafka and passes them on as confluent-kafka would.
-
-    ``on_delivery`` (any case) is the callback of records produced without one;
-    ``delivery.report.only.error`` (a bool) reports failures only."""
-    rest = dict(raw)
-    on_delivery: DeliveryCallback | None = None
-    for name in [k for k in rest if k.lower() == "on_delivery"]:
-        on_delivery = rest.pop(name)
-        if not callable(on_delivery):
-            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, f"{name} requires a callable object"))
-    only_errors = rest.pop("delivery.report.only.error", False)
-    if not isinstance(only_errors, bool):
-        raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "delivery.report.only.error requires bool"))
-    return on_delivery, only_errors, rest
-
-
 class _Closed:
-    """Stands in for the client after :meth:`Producer.close`."""
+    """Stands in for the client after :meth:`Producer.close`, failing as confluent-kafka's does."""
 
     def __getattr__(self, name: str) -> Any:
-        raise RuntimeError("Producer has been closed")
+        raise RuntimeError(HANDLE_CLOSED if name in _HANDLE_METHODS else "Producer has been closed")
 
 
-class Producer(RouteClient):
+class Producer(ProducerExtras, RouteClient):
     """Drop-in replacement for :class:`confluent_kafka.Producer` (see the module doc)."""
 
-    def __init__(self, config: dict[str, Any], *, center: ConfigCenter | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, config: dict[str, Any] | None = None, *, center: ConfigCenter | None = None, **kwargs: Any
+    ) -> None:
         """``center`` (a :class:`ConfigCenter`, left open on close) replaces the one the
-        producer would open itself."""
+        producer would open itself. Raises as confluent-kafka does: ``TypeError`` without a
+        configuration dict, ``KafkaException`` (``_INVALID_ARG``) for a bad setting."""
         # As confluent-kafka, keywords are configuration properties too (logger=...).
-        self.options, raw = ClientOptions.split({**config, **kwargs}, role="producer")
-        self._on_delivery, self._only_errors, self._raw_config = _delivery_settings(raw)
-        self._max_pending = int(self._raw_config.get("queue.buffering.max.messages", _DEFAULT_MAX_PENDING))
+        config = config_dict(config, kwargs)
+        if "transactional.id" in config:
+            not_supported("transactional.id", NO_TRANSACTIONS)
+        self.options, raw = ClientOptions.split(config, role="producer")
+        self._on_delivery, self._only_errors, self._raw_config = delivery_settings(raw)
+        self._max_pending = int_setting(self._raw_config, "queue.buffering.max.messages", _DEFAULT_MAX_PENDING)
+        # Checked here, read in _connect (with the cluster's client settings under it).
+        int_setting(self._raw_config, "queue.buffering.max.kbytes", _DEFAULT_MAX_KBYTES)
+        self._message_timeout_ms = int_setting(self._raw_config, "message.timeout.ms", _DEFAULT_MESSAGE_TIMEOUT_MS)
+        self._closed = False
         self._follower = RouteFollower(self.options, "kafka", role="producer", center=center)
         self._lock = threading.RLock()
         self._session = new_session()
@@ -143,7 +127,9 @@ class Producer(RouteClient):
         self.switches = 0
         self._move: tuple[RawProducer, dict[tuple[str, int], ReplicatedTo]] | None = None
         self._old: RawProducer | None = None
-        self._inner = self._join(self._connect, self, SwitchGate(self._lock), lambda: ClientCounts(resent=self.resent))
+        self._switching = ProducerSwitching(self)
+        self._inner = self._join(self._connect, self._switching, SwitchGate(self._lock),
+                                 lambda: ClientCounts(resent=self.resent))  # fmt: skip
 
     # -- connections ----------------------------------------------------------------------
 
@@ -152,7 +138,7 @@ class Producer(RouteClient):
         # The SDK's re-send gets a share of librdkafka's queue next to the application's (as
         # large, and the replay window's bytes): the application's own records are limited by
         # queue.buffering.max.messages in produce(), the re-send by _replay.
-        kbytes = int(config.get("queue.buffering.max.kbytes", _DEFAULT_MAX_KBYTES))
+        kbytes = int_setting(config, "queue.buffering.max.kbytes", _DEFAULT_MAX_KBYTES)
         config["queue.buffering.max.messages"] = min(_MAX_QUEUE, 2 * self._max_pending)
         config["queue.buffering.max.kbytes"] = min(_MAX_KBYTES, kbytes + self.options.replay_window_bytes // 1024 + 1)
         return RawProducer(with_logger(config))
@@ -188,7 +174,9 @@ class Producer(RouteClient):
         callback: DeliveryCallback | None = None,
     ) -> None:
         """As :meth:`confluent_kafka.Producer.produce`; raises ``BufferError`` when the queue is full."""
-        key_b, value_b, header_list = _as_bytes(key), _as_bytes(value), _headers(headers)
+        if self._closed:
+            raise RuntimeError("Producer has been closed")
+        key_b, value_b, header_list = as_bytes(key, 3), as_bytes(value, 2), headers_list(headers)
         with self._lock:
             if self._outbox.own_pending >= self._max_pending:
                 raise BufferError("Local: Queue full")
@@ -294,15 +282,27 @@ class Producer(RouteClient):
                 self._user_purge = False
 
     def __len__(self) -> int:
-        return self._outbox.pending
+        """Records not acknowledged yet (across switches); 0 once closed, as confluent-kafka's."""
+        return 0 if self._closed else self._outbox.pending
 
-    def close(self, timeout: float = 10.0) -> int:
-        """Flush, stop following the route, release the client; returns records still unacknowledged."""
+    def __bool__(self) -> bool:
+        """Always true, as confluent-kafka's Producer (which has a length too)."""
+        return True
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Flush (up to ``timeout`` s), stop following the route, release the client; returns
+        True as confluent-kafka's (records left unacknowledged are logged). Closing twice is
+        harmless; any other call afterwards raises ``RuntimeError``."""
+        if self._closed:
+            return True
         left = self.flush(timeout)
         self._follower.close()
         with self._lock:
+            self._closed = True
             self._inner = _Closed()  # type: ignore[assignment]
-        return left
+        if left:
+            log.warning("producer.closed_with_pending", client=self.options.client_id, pending=left)
+        return True
 
     def __enter__(self) -> Producer:
         return self
@@ -312,21 +312,19 @@ class Producer(RouteClient):
 
     # -- switching ------------------------------------------------------------------------
 
-    # The switch protocol (hotstandby.failover.switch_protocol); produce() waits on the lock,
-    # which the gate is built on, so new records queue behind the re-send.
+    # The switch protocol (hotstandby.failover.switch_protocol), through ProducerSwitching; produce()
+    # waits on the lock, which the gate is built on, so new records queue behind the re-send.
 
-    peer_labels = None  # a producer waits for nobody
-
-    def drain(self, plan: SwitchPlan) -> None:
+    def _switch_drain(self, plan: SwitchPlan) -> None:
         """A planned switch: let the old cluster acknowledge what it has (if it answers)."""
         drain_s = plan.drain_timeout_s
         if self._outbox.pending and probe_cluster(self._spec, timeout=min(1.0, drain_s)).ok:
             self._inner.flush(drain_s)
 
-    def store(self, plan: SwitchPlan) -> None:
+    def _switch_store(self, plan: SwitchPlan) -> None:
         """Nothing to store: what the producer keeps (pending, window) moves with it."""
 
-    def connect(self, plan: SwitchPlan) -> None:
+    def _switch_connect(self, plan: SwitchPlan) -> None:
         new = self._connect(plan.destination)
         try:
             new.list_topics(timeout=_METADATA_TIMEOUT_S)  # raises if the new cluster does not answer
@@ -336,12 +334,12 @@ class Producer(RouteClient):
             raise
         self._move = (new, positions)
 
-    def abort(self, plan: SwitchPlan) -> None:
+    def _switch_abort(self, plan: SwitchPlan) -> None:
         move, self._move = self._move, None
         if move is not None:
             move[0].close()
 
-    def move(self, plan: SwitchPlan) -> None:
+    def _switch_move(self, plan: SwitchPlan) -> None:
         assert self._move is not None, "move without connect"
         (new, positions), self._move = self._move, None
         with self._lock:
@@ -357,7 +355,7 @@ class Producer(RouteClient):
         log.info("producer.switched", client=self.options.client_id, source=plan.current.active, to=plan.target.active,
                  epoch=plan.target.epoch, resent=len(replay.records), replicated=replay.trimmed)  # fmt: skip
 
-    def resume(self, plan: SwitchPlan) -> None:
+    def _switch_resume(self, plan: SwitchPlan) -> None:
         old, self._old = self._old, None
         if old is not None:
             old.poll(0)  # callbacks of the old client are ignored (older generation)
@@ -367,7 +365,7 @@ class Producer(RouteClient):
         """Re-send ``records`` in order (lock held: new records wait behind them), keeping the
         replay window's records in ``new``'s queue within the SDK's share of it, so that the
         application's records find the room they would find with confluent-kafka."""
-        timeout_s = int(self._raw_config.get("message.timeout.ms", _DEFAULT_MESSAGE_TIMEOUT_MS)) / 1000
+        timeout_s = self._message_timeout_ms / 1000
         deadline = time.monotonic() + (timeout_s if timeout_s > 0 else _DEFAULT_MESSAGE_TIMEOUT_MS / 1000)
         for record in records:
             # In the queue: the application's pending records, and at most a share of the window's.

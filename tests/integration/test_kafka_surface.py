@@ -1,0 +1,94 @@
+"""The Kafka consumer facade as a confluent-kafka user sees it: no SDK header in messages, no
+error events for remote copies it never named, pause kept across a switch, pass-throughs that
+answer for the cluster in use (docs/kafka-api.md)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka import KafkaError, Message, TopicPartition
+
+from hotstandby.adapters.kafka import Consumer, Producer
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.failover.identity import HEADER
+from hotstandby.refcluster import RefCluster
+from tests.integration.kafka_helpers import create_topic, produce_values, route_config
+
+
+def poll_until(consumer: Consumer, count: int, timeout: float, events: list[Message]) -> list[Message]:
+    """Poll until ``count`` records arrived (fails after ``timeout``); error events go to ``events``."""
+    got: list[Message] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < count:
+        assert time.monotonic() < deadline, f"{len(got)} of {count} records within {timeout} s"
+        msg = consumer.poll(0.2)
+        if msg is not None:
+            (events if msg.error() is not None else got).append(msg)
+    return got
+
+
+def test_messages_carry_only_the_applications_headers_and_no_copy_errors(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """``orders`` exists on kafka-a only, so its copy ``kafka-b.orders`` does not exist there."""
+    topic = f"h-{uuid.uuid4().hex[:8]}"
+    create_topic(refcluster.cluster_spec("kafka-a"), topic, 1)
+    producer = Producer(route_config(refcluster, namespace))
+    try:
+        producer.produce(topic, value=b"plain", partition=0)
+        producer.produce(topic, value=b"tagged", partition=0, headers=[("app", b"1")])
+        assert producer.flush(30) == 0
+    finally:
+        producer.close()
+    consumer = Consumer(route_config(refcluster, namespace, **{"group.id": f"g-{uuid.uuid4().hex[:6]}"}))
+    events: list[Message] = []
+    try:
+        consumer.subscribe([topic])
+        plain, tagged = poll_until(consumer, 2, 30, events)
+        copy_errors = [m for m in events if "kafka-b." in f"{m.topic()} {m.error()}"]
+        assert copy_errors == [], f"error events of a copy the application never named: {copy_errors}"
+        assert [m for m in events if m.error().code() == KafkaError.UNKNOWN_TOPIC_OR_PART] == []
+        assert plain.headers() is None, "no header of the application's: None, as confluent-kafka"
+        assert tagged.headers() == [("app", b"1")]
+        assert all(HEADER not in dict(m.headers() or []) for m in (plain, tagged))
+        assert getattr(plain, "hs_id", None) is not None, "the identity stays on the message"
+        # Pass-throughs answer for kafka-a.
+        assert consumer.list_topics(topic, timeout=10).topics[topic].error is None
+        assert consumer.memberid(), "a member of the group on kafka-a"
+        assert consumer.position([TopicPartition(topic, 0)]) == [TopicPartition(topic, 0, 2)]
+    finally:
+        consumer.close()
+
+
+def test_a_paused_partition_stays_paused_across_a_switch(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    topic = f"p-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 1)
+    produce_values(refcluster, namespace, topic, ["a0", "a1"])
+    consumer = Consumer(route_config(refcluster, namespace, **{"group.id": f"g-{uuid.uuid4().hex[:6]}",
+                                                               "auto.commit.interval.ms": 200}))  # fmt: skip
+    events: list[Message] = []
+    try:
+        consumer.subscribe([topic])
+        assert sorted(m.value() for m in poll_until(consumer, 2, 30, events)) == [b"a0", b"a1"]
+        consumer.pause([TopicPartition(topic, 0)])
+        center.switch("orders", "kafka-b", reason="test")
+        produce_values(refcluster, namespace, topic, ["b0", "b1"])  # the producer follows: on kafka-b
+        handed: list[Message] = []
+        deadline = time.monotonic() + 30
+        # Until the group on kafka-b assigned the partition, and one second more: nothing comes.
+        while not (consumer.cluster == "kafka-b" and consumer.assignment()):
+            assert time.monotonic() < deadline, "no assignment on kafka-b within 30 s"
+            handed += [m for m in [consumer.poll(0.1)] if m is not None and m.error() is None]
+        settle = time.monotonic() + 1.0
+        while time.monotonic() < settle:
+            handed += [m for m in [consumer.poll(0.1)] if m is not None and m.error() is None]
+        assert handed == [], "a paused partition hands nothing out on the new cluster"
+        assert consumer.list_topics(timeout=10).cluster_id == consumer.cluster_id(10)
+        consumer.resume([TopicPartition(topic, 0)])
+        assert sorted(m.value() for m in poll_until(consumer, 2, 30, events)) == [b"b0", b"b1"]
+    finally:
+        consumer.close()
