@@ -51,6 +51,7 @@ from typing import Any
 
 from confluent_kafka import Message, TopicPartition
 
+from hotstandby.adapters.kafka.consumer_assign import ManualAssignment
 from hotstandby.adapters.kafka.consumer_commit import Committer
 from hotstandby.adapters.kafka.consumer_extras import ConsumerExtras
 from hotstandby.adapters.kafka.consumer_fetch import Fetcher
@@ -115,8 +116,9 @@ class Consumer(ConsumerExtras, RouteClient):
         self._fetcher = Fetcher(s, auto_store=auto_store)
         self._committer = Committer(s, self._fetcher, auto_commit=auto_commit, interval_s=interval_s)
         self._assignments = Assignments(s, self._fetcher, self._committer, self)
+        self._manual = ManualAssignment(s, self._fetcher, self._assignments)
         leaves = GroupLeaves(follower.center, self.group, member=self.options.client_id, timeout_s=_LEAVE_TIMEOUT_S)
-        self._switch = ConsumerSwitch(s, self._fetcher, self._committer, self._assignments, leaves)
+        self._switch = ConsumerSwitch(s, self._fetcher, self._committer, self._assignments, self._manual, leaves)
         try:
             s.spec = follower.initial_cluster
             s.inner = s.connect(s.spec)

@@ -16,6 +16,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from hotstandby.adapters.kafka.consumer_fetch import Fetcher, message_identity
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
+from hotstandby.adapters.kafka.named_partitions import named_slot
 from hotstandby.errors import ConfigCenterUnavailable
 
 __all__ = ["Committer"]
@@ -60,9 +61,9 @@ class Committer:
             self._s.ledgers.dirty |= left or set()
             return {}
         if offsets is not None:
-            # Offsets name physical partitions: the logical topic's own ("orders") or a remote
-            # copy ("kafka-b.orders"); commit(message=...) picks the right one by itself.
-            return {(tp.topic, tp.partition): tp.offset for tp in offsets}
+            # Offsets name physical partitions: the logical topic's own ("orders"), a remote copy
+            # ("kafka-b.orders"), or the copy a position taken from its message came from.
+            return {named_slot(self._s, tp.topic, tp.partition, tp.offset - 1): tp.offset for tp in offsets}
         everything: dict[Slot, int] = acks.next_positions()
         return everything
 

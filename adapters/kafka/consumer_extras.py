@@ -1,6 +1,5 @@
-"""The part of confluent-kafka's Consumer surface about the cluster in use and the pausing of
-partitions, and the position-setting methods the failover consumer does not offer
-(docs/kafka-api.md).
+"""The part of confluent-kafka's Consumer surface about the cluster in use, the pausing of
+partitions, and the partitions and positions the application sets (docs/kafka-api.md).
 
 * Metadata, group membership, watermarks and timestamps (``list_topics``, ``cluster_id``,
   ``memberid``, ``consumer_group_metadata``, ``get_watermark_offsets``, ``offsets_for_times``)
@@ -10,9 +9,8 @@ partitions, and the position-setting methods the failover consumer does not offe
   offsets name records of that cluster only.
 * ``pause``/``resume`` take logical partitions; a paused partition stays paused across
   rebalances and switches until resumed.
-* ``assign``, ``unassign``, ``incremental_assign``, ``incremental_unassign`` and ``seek`` raise
-  ``KafkaException`` (``_NOT_IMPLEMENTED``): a position given by offset names a record on one
-  cluster only, and the ack ledger is claimed through the group's assignment.
+* ``assign``, ``unassign``, ``incremental_assign``, ``incremental_unassign`` and ``seek`` set
+  partitions and positions (``consumer_assign``), named as ``named_partitions`` says.
 """
 
 from __future__ import annotations
@@ -22,16 +20,16 @@ from typing import Any, TypeVar
 
 from confluent_kafka import TopicPartition
 
+from hotstandby.adapters.kafka.consumer_assign import ManualAssignment
 from hotstandby.adapters.kafka.consumer_fetch import Fetcher
 from hotstandby.adapters.kafka.consumer_rebalance import Assignments
 from hotstandby.adapters.kafka.consumer_state import ConsumerState
-from hotstandby.adapters.kafka.surface import HANDLE_CLOSED, Closable, not_supported
+from hotstandby.adapters.kafka.surface import HANDLE_CLOSED, Closable, partition_list, topic_partition
+from hotstandby.configcenter.documents import Link
 
 __all__ = ["ConsumerExtras"]
 
 T = TypeVar("T")
-
-_BY_OFFSET = "an offset names a record on one cluster only, and partitions come from the group (subscribe)"
 
 
 class ConsumerExtras(Closable):
@@ -41,6 +39,7 @@ class ConsumerExtras(Closable):
     _state: ConsumerState
     _fetcher: Fetcher
     _assignments: Assignments
+    _manual: ManualAssignment
 
     def _on_current(self, call: Callable[[Any], T], *, closed: str | None = None) -> T:
         """``call(raw consumer in use)`` without holding the consumer's lock (it may wait on the
@@ -144,29 +143,49 @@ class ConsumerExtras(Closable):
             if readable:
                 s.inner.resume(readable)
 
-    # -- not offered ----------------------------------------------------------------------
+    # -- partitions and positions set by the application -----------------------------------
+
+    def _links(self) -> dict[tuple[str, str], Link]:
+        follower = self._state.follower
+        links: dict[tuple[str, str], Link] = follower.patiently(follower.center.links, "reading the links")
+        return links
 
     def assign(self, partitions: list[TopicPartition]) -> None:
-        """Not supported: use :meth:`subscribe` (docs/kafka-api.md)."""
+        """In ``on_assign``: the partitions (logical or physical) and where they start, as
+        confluent-kafka's. Elsewhere: read these partitions, without a group rebalance, on
+        every cluster the consumer moves to (docs/kafka-api.md)."""
         self._check_open()
-        not_supported("assign", _BY_OFFSET)
+        wanted = partition_list(partitions)
+        links = self._links()
+        with self._state.lock:
+            self._manual.assign(wanted, links, incremental=False)
 
     def incremental_assign(self, partitions: list[TopicPartition]) -> None:
-        """Not supported (see :meth:`assign`)."""
+        """As :meth:`assign`, adding to what is assigned."""
         self._check_open()
-        not_supported("incremental_assign", _BY_OFFSET)
+        wanted = partition_list(partitions)
+        links = self._links()
+        with self._state.lock:
+            self._manual.assign(wanted, links, incremental=True)
 
     def unassign(self) -> None:
-        """Not supported (see :meth:`assign`); :meth:`unsubscribe` leaves the group's partitions."""
+        """Stop reading every partition assigned (on this cluster and the next ones)."""
         self._check_open()
-        not_supported("unassign", _BY_OFFSET)
+        with self._state.lock:
+            self._manual.unassign()
 
     def incremental_unassign(self, partitions: list[TopicPartition]) -> None:
-        """Not supported (see :meth:`assign`)."""
+        """Stop reading these partitions (logical ones with their copies)."""
         self._check_open()
-        not_supported("incremental_unassign", _BY_OFFSET)
+        gone = partition_list(partitions)
+        links = self._links()
+        with self._state.lock:
+            self._manual.incremental_unassign(gone, links)
 
     def seek(self, partition: TopicPartition) -> None:
-        """Not supported: an offset names a record on one cluster only (docs/kafka-api.md)."""
+        """Read an assigned partition from ``partition.offset`` on; records the group
+        acknowledged are not handed out again (docs/kafka-api.md)."""
         self._check_open()
-        not_supported("seek", _BY_OFFSET)
+        topic_partition(partition)
+        with self._state.lock:
+            self._manual.seek(partition)

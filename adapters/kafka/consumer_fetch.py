@@ -153,6 +153,16 @@ class Fetcher:
         self._buffer = deque(m for m in self._buffer if (m.topic(), m.partition()) not in gone)
         self._revoked_now |= gone
 
+    def discard(self, slots: set[Slot], start: int) -> None:
+        """A seek of ``slots`` to ``start``: what was fetched there and not handed out is dropped
+        (librdkafka fetches from the new position)."""
+        self._buffer = deque(
+            m for m in self._buffer if m.error() is not None or (m.topic(), m.partition()) not in slots
+        )
+        returned = self._last_returned
+        if returned is not None and returned[0] in slots and returned[1] >= start:
+            self._last_returned = None  # sought back over: not processed
+
     def clear(self) -> None:
         """A switch: what was fetched from the old cluster is never handed out."""
         self._buffer.clear()

@@ -23,13 +23,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import OFFSET_INVALID, TopicPartition
 
 from hotstandby.adapters.kafka.consumer_commit import Committer
 from hotstandby.adapters.kafka.consumer_fetch import Fetcher
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
+from hotstandby.adapters.kafka.named_partitions import PhysicalAssignment
 from hotstandby.adapters.kafka.start_positions import StartPositions
-from hotstandby.adapters.kafka.topic_map import physical_topics
+from hotstandby.adapters.kafka.topic_map import copy_prefixes, physical_topics
 from hotstandby.configcenter.documents import Link
 from hotstandby.errors import ConfigCenterError
 
@@ -56,6 +57,8 @@ class Assignments:
         self._starts: StartPositions | None = None  # after a switch: where each partition starts
         self._started: set[Slot] = set()
         self.holding_since: float | None = time.monotonic()
+        self._in_callback = False  # in the application's on_assign
+        self._requested: PhysicalAssignment | None = None  # what it assigned there
         self._last_peer_check = 0.0
 
     # -- subscribing ----------------------------------------------------------------------
@@ -75,12 +78,7 @@ class Assignments:
     def resubscribe(self, links: dict[tuple[str, str], Link]) -> None:
         """Subscribe the raw consumer in use to the topics and their remote copies there."""
         s = self._s
-        prefixes = []
-        for other in s.follower.route.clusters:
-            link = links.get((other, s.spec.name))
-            if other != s.spec.name and link is not None and link.policy == "prefix":
-                prefixes.append(f"{other}{link.separator}")
-        s.logical = physical_topics(s.topics, prefixes)
+        s.logical = physical_topics(s.topics, copy_prefixes(s.follower.route.clusters, s.spec.name, links))
         self._unassigned_since = time.monotonic()
         s.inner.subscribe(sorted(s.logical), on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost)
 
@@ -90,8 +88,11 @@ class Assignments:
         self._started.clear()
 
     def logical_partitions(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """The logical partitions behind physical ones, with the offset of the topic's own
+        partition (a copy's offsets name other records)."""
         seen = {(self._s.logical_of(tp.topic), tp.partition) for tp in partitions}
-        return [TopicPartition(t, p) for t, p in sorted(seen)]
+        own = {(tp.topic, tp.partition): tp.offset for tp in partitions}
+        return [TopicPartition(t, p, own.get((t, p), OFFSET_INVALID)) for t, p in sorted(seen)]
 
     # -- the group's callbacks ------------------------------------------------------------
 
@@ -101,20 +102,60 @@ class Assignments:
             return  # the consumer of a cluster we left, or we are closing
         self._unassigned_since = None
         if self._starts is not None:
-            self._place(partitions)
-        paused = self.paused_of(partitions)
+            self.place(partitions)
+        requested = self._tell_assigned(partitions)
+        if requested is not None:  # the application assigned in on_assign: its partitions and offsets
+            placed = {(tp.topic, tp.partition): tp.offset for tp in partitions}
+            s.logical.update(requested.names)
+            partitions = [
+                TopicPartition(tp.topic, tp.partition, placed.get((tp.topic, tp.partition), tp.offset))
+                if tp.offset == OFFSET_INVALID else tp
+                for tp in requested.partitions()
+            ]  # fmt: skip
         s.ledgers.claim({(s.logical_of(tp.topic), tp.partition) for tp in partitions})
-        # Nothing of a partition is handed out before its ledger is claimed (etcd is
-        # unreachable): the previous owner's acknowledgements may be missing from ours.
+        self.apply(partitions, assign=self._starts is not None or requested is not None)
+
+    def _tell_assigned(self, partitions: list[TopicPartition]) -> PhysicalAssignment | None:
+        """The application's ``on_assign``; what it assigned itself there (None: nothing)."""
+        if not self._on_assign:
+            return None
+        self._requested = None
+        self._in_callback = True
+        try:
+            self._on_assign(self._facade, self.logical_partitions(partitions))
+        finally:
+            self._in_callback = False
+        requested, self._requested = self._requested, None
+        return requested
+
+    def request(self, assignment: PhysicalAssignment) -> bool:
+        """``assign`` called by the application: inside its ``on_assign``, the partitions to
+        assign once the callback returns (True); outside (False), a manual assignment."""
+        if not self._in_callback:
+            return False
+        if self._requested is None:
+            self._requested = assignment
+        else:
+            self._requested.offsets.update(assignment.offsets)
+            self._requested.names.update(assignment.names)
+        return True
+
+    def apply(self, partitions: list[TopicPartition], *, assign: bool, incremental: bool = False) -> None:
+        """Assign ``partitions`` on the consumer in use (when ``assign`` or to pause them) and
+        pause what may not be read yet: everything while holding, else what the application
+        paused and what has no claimed ledger. Nothing of a partition is handed out before its
+        ledger is claimed (etcd unreachable): the previous owner's acknowledgements may be
+        missing from ours."""
+        inner = self._s.inner
+        paused = self.paused_of(partitions)
         unclaimed = self._unclaimed(partitions)
-        if self._starts is not None or self.holding_since is not None or paused or unclaimed:
-            inner.assign(partitions)  # to place, or to pause: librdkafka pauses assigned partitions only
+        if assign or self.holding_since is not None or paused or unclaimed:
+            # librdkafka pauses assigned partitions only
+            (inner.incremental_assign if incremental else inner.assign)(partitions)
         if self.holding_since is not None:
             inner.pause(partitions)
         elif paused or unclaimed:
             inner.pause(paused + unclaimed)
-        if self._on_assign:
-            self._on_assign(self._facade, self.logical_partitions(partitions))
 
     def _lost(self, inner: Any, partitions: list[TopicPartition]) -> None:
         """Partitions lost (the group went on without us): as revoked, telling the application's
@@ -131,7 +172,11 @@ class Assignments:
             tell(self._facade, self.logical_partitions(partitions))
         if self._committer.auto_commit:  # what was processed on these partitions is kept
             self._committer.commit(s.acks.processed_positions(), asynchronous=True)
-        gone = {(tp.topic, tp.partition) for tp in partitions}
+        self.let_go({(tp.topic, tp.partition) for tp in partitions})
+
+    def let_go(self, gone: set[Slot]) -> None:
+        """The physical partitions ``gone`` are no longer ours (revoked, unassigned)."""
+        s = self._s
         # What was handed out there stays aside: a later commit(message=...) still covers it.
         s.acks.forget(gone)
         self._fetcher.drop(gone)
@@ -139,7 +184,7 @@ class Assignments:
         still = {(s.logical_of(t), p) for t, p in {(tp.topic, tp.partition) for tp in s.inner.assignment()} - gone}
         s.ledgers.release({(s.logical_of(t), p) for t, p in gone} - still)
 
-    def _place(self, partitions: list[TopicPartition]) -> None:
+    def place(self, partitions: list[TopicPartition]) -> None:
         """Set the start offset of partitions assigned for the first time since the switch."""
         assert self._starts is not None
         for tp in partitions:
@@ -147,6 +192,8 @@ class Assignments:
             if slot in self._started:
                 continue
             self._started.add(slot)
+            if tp.offset != OFFSET_INVALID:
+                continue  # the application's own position
             proposal = self._starts.choose(tp.topic, tp.partition, self._s.logical_of(tp.topic))
             if proposal is not None:
                 tp.offset = proposal.position

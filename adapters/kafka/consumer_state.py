@@ -67,6 +67,9 @@ class ConsumerState:
         self.closed = False
         # Logical partitions the application paused: kept paused on every cluster until resumed.
         self.paused: set[Slot] = set()
+        # Logical partitions assigned by the application (assign), not by a group: kept on
+        # every cluster until unassigned.
+        self.manual: set[Slot] = set()
 
     def set_sasl_credentials(self, username: str, password: str) -> None:
         """The application's new credentials: for the cluster in use and the next ones."""

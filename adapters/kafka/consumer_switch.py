@@ -9,8 +9,9 @@
   their ledgers are stored before anyone reads on the new cluster;
 * ``connect`` — a raw consumer of the new cluster that answers, once no member is still
   leaving the group there (``group_leave``);
-* ``move`` — the swap: the new consumer subscribes, each partition starts at its translated
-  position (``start_positions``), nothing handed out on the old cluster is pending any more;
+* ``move`` — the swap: the new consumer subscribes (or is assigned the partitions the
+  application assigned), each partition starts at its translated position
+  (``start_positions``), nothing handed out on the old cluster is pending any more;
 * ``resume`` — the old consumer leaves its group in the background, in turn with the others.
 """
 
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import KafkaException, TopicPartition
 
+from hotstandby.adapters.kafka.consumer_assign import ManualAssignment
 from hotstandby.adapters.kafka.consumer_commit import Committer
 from hotstandby.adapters.kafka.consumer_fetch import Fetcher
 from hotstandby.adapters.kafka.consumer_rebalance import Assignments
@@ -42,12 +44,13 @@ class ConsumerSwitch:
 
     def __init__(
         self, state: ConsumerState, fetcher: Fetcher, committer: Committer, assignments: Assignments,
-        leaves: GroupLeaves,
+        manual: ManualAssignment, leaves: GroupLeaves,
     ) -> None:  # fmt: skip
         self._s = state
         self._fetcher = fetcher
         self._committer = committer
         self._assignments = assignments
+        self._manual = manual
         self.leaves = leaves
         self.peer_labels: Mapping[str, str] | None = {"group": state.group}
         self._new: RawConsumer | None = None  # connected to the target, not in use yet
@@ -137,6 +140,8 @@ class ConsumerSwitch:
             self._fetcher.clear()  # fetched from the old cluster, never handed out
             if s.topics:
                 self._assignments.resubscribe(dict(plan.links))
+            elif s.manual:
+                self._manual.reassign(dict(plan.links))
             self.switches += 1
 
     def resume(self, plan: SwitchPlan) -> None:

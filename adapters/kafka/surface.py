@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from hotstandby.failover.identity import HEADER
 
@@ -26,6 +26,8 @@ __all__ = [
     "headers_list",
     "int_setting",
     "not_supported",
+    "partition_list",
+    "topic_partition",
 ]
 
 Header = tuple[str, str | bytes | None]
@@ -125,6 +127,19 @@ def headers_list(headers: object) -> list[Header]:
     if any(k == HEADER for k, _ in out):
         raise ValueError(f"the {HEADER!r} header is set by hotstandby; do not set it yourself")
     return out
+
+
+def partition_list(partitions: object) -> list[TopicPartition]:
+    """``assign``'s and its kin's argument, checked as confluent-kafka checks it."""
+    if not isinstance(partitions, list):
+        raise TypeError("requires list of TopicPartition")
+    return [topic_partition(tp) for tp in partitions]
+
+
+def topic_partition(partition: object) -> TopicPartition:
+    if not isinstance(partition, TopicPartition):
+        raise TypeError("expected cimpl.TopicPartition")
+    return partition
 
 
 def not_supported(method: str, why: str) -> NoReturn:

@@ -15,7 +15,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["PATTERN", "physical_topics"]
+from hotstandby.configcenter.documents import Link
+
+__all__ = ["PATTERN", "copy_prefixes", "physical_topics"]
 
 PATTERN = "^"  # a subscribed name starting with it is a regular expression (librdkafka)
 _SPECIAL = frozenset(".^$*+?()[]{}|\\")
@@ -66,3 +68,14 @@ def physical_topics(topics: Sequence[str], prefixes: Sequence[str]) -> dict[str,
             else:
                 out[prefix + topic] = topic
     return _TopicMap(out, patterns, prefixes) if patterns else out
+
+
+def copy_prefixes(clusters: Sequence[str], cluster: str, links: dict[tuple[str, str], Link]) -> list[str]:
+    """The prefixes of the remote copies on ``cluster`` of the other ``clusters``' topics
+    (``kafka-b.`` on kafka-a), from the replication links into it."""
+    prefixes = []
+    for other in clusters:
+        link = links.get((other, cluster))
+        if other != cluster and link is not None and link.policy == "prefix":
+            prefixes.append(f"{other}{link.separator}")
+    return prefixes

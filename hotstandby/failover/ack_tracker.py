@@ -161,6 +161,36 @@ class AckTracker:
             delivered.origins.clear()
             self.last_acked_origin.pop(slot, None)
 
+    def read_at(self, slot: Slot, position: int) -> bool:
+        """Whether ``slot`` delivered (handed out or filtered) a record at ``position`` that is
+        not collected yet."""
+        delivered = self._slots.get(slot)
+        if delivered is None:
+            return False
+        entries = delivered.entries
+        i = bisect_left(entries, position, key=lambda e: e[0])
+        return i < len(entries) and entries[i][0] == position
+
+    def rewind(self, slot: Slot, position: int) -> None:
+        """Reading ``slot`` goes back to ``position`` (a Kafka seek): the records handed out
+        from there on and not acknowledged are given back — no longer in flight, so they are
+        handed out again when read again — and nothing from there on counts as processed."""
+        for delivered in (self._slots.get(slot), *self._aside.get(slot, ())):
+            if delivered is None:
+                continue
+            in_flight = self._flying(delivered.logical)
+            for at, rid, _ in delivered.entries:
+                if at >= position:
+                    if rid is not None:
+                        in_flight.discard(rid)
+                    delivered.released.add(at)
+                    delivered.given_back = True
+            if delivered.given_back:
+                delivered.origins.clear()
+                self.last_acked_origin.pop(slot, None)
+        if self._processed.get(slot, 0) > position:
+            self._processed[slot] = position
+
     # -- acknowledging --------------------------------------------------------------------
 
     def acknowledge_through(self, slot: Slot, next_position: int) -> None:

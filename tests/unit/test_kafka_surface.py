@@ -268,12 +268,33 @@ def test_consumer_calls_after_close(consumers: tuple[Any, Consumer]) -> None:
     assert {kind for (kind, _), _ in outcomes.values()} == {"RuntimeError"}
 
 
-def test_positions_by_offset_are_refused_clearly(consumers: tuple[Any, Consumer]) -> None:
-    _, facade = consumers
-    for call in ("assign", "unassign", "incremental_assign", "incremental_unassign", "seek"):
-        with pytest.raises(KafkaException, match="not supported by hotstandby") as info:
-            CONSUMER_CALLS[call](facade)
-        assert info.value.args[0].code() == KafkaError._NOT_IMPLEMENTED
+POSITION_CASES: list[tuple[str, Callable[[Any], Any]]] = [
+    ("assign a string", lambda c: c.assign("x")),
+    ("assign a list of ints", lambda c: c.assign([1])),
+    ("assign one partition", lambda c: c.assign(TP)),
+    ("seek a string", lambda c: c.seek("x")),
+    ("seek unassigned", lambda c: c.seek(TopicPartition("t", 0, 5))),
+    ("unassign from nothing", lambda c: c.incremental_unassign([TopicPartition("t", 0)])),
+    ("incremental_assign a string", lambda c: c.incremental_assign("x")),
+    ("assign", lambda c: c.assign([TopicPartition("t", 0, 5)])),
+    ("seek another partition", lambda c: c.seek(TopicPartition("t", 1, 5))),
+    ("seek the assigned one", lambda c: c.seek(TopicPartition("t", 0, 7))),
+    ("assign it again", lambda c: c.incremental_assign([TopicPartition("t", 0, 5)])),
+    ("unassign one not assigned", lambda c: c.incremental_unassign([TopicPartition("t", 1)])),
+    ("assignment", lambda c: c.assignment()),
+    ("unassign it", lambda c: c.incremental_unassign([TopicPartition("t", 0)])),
+    ("unassign", lambda c: c.unassign()),
+    ("assignment after", lambda c: c.assignment()),
+]
+
+
+def test_partitions_and_positions_fail_and_answer_as_confluent_kafkas(consumers: tuple[Any, Consumer]) -> None:
+    """assign, seek and their kin, in one sequence on each client: the same results and errors
+    (the error codes too)."""
+    raw, facade = consumers
+    outcomes = {name: (outcome(partial(call, facade)), outcome(partial(call, raw))) for name, call in POSITION_CASES}
+    assert {name: got for name, (got, expected) in outcomes.items() if got != expected} == {}
+    assert outcomes["assign"][0] == ("ok", "None")
 
 
 def test_subscribe_takes_confluent_kafkas_callbacks(consumers: tuple[Any, Consumer]) -> None:
