@@ -128,6 +128,9 @@ class ConsumerSwitch:
         new, self._new = self._new, None
         assert new is not None, "move without connect"
         with s.lock:
+            if s.closing:  # close() leaves the old cluster's group itself: nothing to move
+                new.close()
+                return
             self._old = (s.inner, s.spec)
             visit = Visit(plan.source.name, s.acks.acknowledged_positions(), dict(s.acks.last_acked_ts))
             self._assignments.restart(StartPositions(

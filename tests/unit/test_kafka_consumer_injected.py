@@ -17,7 +17,7 @@ from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.ledger import LedgerDocument, PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.failover.presence import list_clients
-from hotstandby.failover.switch_protocol import SwitchParticipant
+from hotstandby.failover.switch_protocol import SwitchParticipant, SwitchPlan
 from tests.support import wait_for
 
 CLOCK_S = time.time() - 3600.0  # an hour ago: not what the consumer would read itself
@@ -81,3 +81,28 @@ def test_a_consumer_uses_the_center_ledger_store_and_clock_passed_in() -> None:
     assert not kv.closed, "the center passed in belongs to the caller: it stays open"
     center.close()
     assert kv.closed
+
+
+def test_a_switch_reaching_a_closing_consumer_moves_nothing() -> None:
+    """close() leaves the group of the cluster in use itself; a switch that reaches its last
+    steps meanwhile must not take that consumer as the old one and leave with it a second time
+    (a thread of its own then polled a closed consumer: RuntimeError)."""
+    center = ConfigCenter(MemoryStore())
+    for name in ("kafka-a", "kafka-b"):
+        center.put_cluster(ClusterSpec(name=name, kind="kafka", url=f"127.0.0.1:{_closed_port()}"))
+    center.create_route("r", ["kafka-a", "kafka-b"], "kafka-a")
+    config = {"group.id": "g", "hotstandby.route": "r", "hotstandby.etcd": f"127.0.0.1:{_closed_port()}",
+              "enable.auto.commit": False}  # fmt: skip
+    consumer = Consumer(config, center=center)
+    route = center.route("r")
+    plan = SwitchPlan(current=route, target=route, source=center.cluster("kafka-a"),
+                      destination=center.cluster("kafka-b"), links={}, drain_timeout_s=0.0)  # fmt: skip
+    switch = consumer._switch
+    switch._new = consumer._state.connect(plan.destination)  # as connect() leaves it
+    in_use = consumer._state.inner
+    consumer.close()
+    switch.move(plan)
+    switch.resume(plan)
+    assert consumer._state.inner is in_use and consumer.cluster == "kafka-a"
+    assert switch.leaving == [], "no second leave of the consumer close() left with"
+    center.close()
