@@ -113,7 +113,8 @@ class Assignments:
                 for tp in requested.partitions()
             ]  # fmt: skip
         s.ledgers.claim({(s.logical_of(tp.topic), tp.partition) for tp in partitions})
-        self.apply(partitions, assign=self._starts is not None or requested is not None)
+        # A cooperative group hands over the partitions added only, to be added as such.
+        self.apply(partitions, assign=self._starts is not None or requested is not None, incremental=s.incremental)
 
     def _tell_assigned(self, partitions: list[TopicPartition]) -> PhysicalAssignment | None:
         """The application's ``on_assign``; what it assigned itself there (None: nothing)."""

@@ -54,6 +54,13 @@ class ConsumerState:
         self.follower = follower
         self.ledger_store = ledger_store
         self._raw_config = raw_config
+        # A group that assigns incrementally (cooperative-sticky, or KIP-848's protocol): its
+        # rebalance callbacks get the partitions added or taken only, and librdkafka refuses a
+        # whole assignment there.
+        self.incremental = (
+            "cooperative" in str(raw_config.get("partition.assignment.strategy", ""))
+            or str(raw_config.get("group.protocol", "")).lower() == "consumer"
+        )
         self._clock = clock
         # Entered on every poll: the RLock itself (C); the gate's condition only to wait for a switch.
         self.lock = threading.RLock()

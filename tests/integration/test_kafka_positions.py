@@ -115,3 +115,30 @@ def test_assign_in_on_assign_sets_where_the_group_partitions_start(
         assert no_more(consumer, within=2.0) == []
     finally:
         consumer.close()
+
+
+def test_a_cooperative_group_moves_with_the_route(refcluster: RefCluster, center: ConfigCenter, namespace: str) -> None:
+    """``cooperative-sticky`` assigns incrementally: the SDK's own assignments in the rebalance
+    callbacks (start positions after a switch, pauses) must use incremental_assign there."""
+    topic = f"c-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 2)
+    before = [f"a{i}" for i in range(100)]
+    produce_values(refcluster, namespace, topic, before)
+    consumer = Consumer(route_config(refcluster, namespace, **{
+        "group.id": f"g-{uuid.uuid4().hex[:6]}", "auto.commit.interval.ms": 200,
+        "partition.assignment.strategy": "cooperative-sticky",
+    }))  # fmt: skip
+    try:
+        consumer.subscribe([topic])
+        got = consume(consumer, 50)
+        consumer.commit(asynchronous=False)
+        center.switch("orders", "kafka-b", reason="test")
+        after = [f"b{i}" for i in range(50)]
+        produce_values(refcluster, namespace, topic, after)
+        got += consume_all(consumer, set(before + after) - set(got), timeout=120)
+        assert consumer.cluster == "kafka-b"
+        assert no_more(consumer) == []
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(before + after), "lost or duplicated"
