@@ -1,9 +1,11 @@
 """``hotstandby.metrics``: the SDK's counters, gauges and histograms.
 
-The values live in the process (no dependency): :func:`snapshot` reads them. With
-``prometheus-client`` installed (``pip install 'hotstandby[metrics]'``),
-:func:`register_prometheus` exports them through a registry of its own (its default one
-unless the application passes another). Names, labels and meaning: docs/observability.md.
+The values live in the process (no dependency): :func:`snapshot` reads them. The extra
+``pip install 'hotstandby[metrics]'`` brings the exporters' libraries: :func:`register_prometheus`
+exports them through a ``prometheus_client`` registry (its default one unless the application
+passes another), :func:`register_opentelemetry` as OpenTelemetry instruments on a meter
+provider (the global one unless the application passes another). Names, labels and meaning:
+docs/observability.md.
 
     >>> from hotstandby import metrics
     >>> metrics.snapshot()["hotstandby_switches_total"].value(route="orders", phase="completed")
@@ -12,12 +14,15 @@ unless the application passes another). Names, labels and meaning: docs/observab
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hotstandby.metrics.instruments import REGISTRY
 from hotstandby.metrics.registry import MetricFamily, Sample
 
-__all__ = ["REGISTRY", "MetricFamily", "Sample", "register_prometheus", "snapshot"]
+if TYPE_CHECKING:
+    from hotstandby.metrics.otel import OpenTelemetryExport
+
+__all__ = ["REGISTRY", "MetricFamily", "Sample", "register_opentelemetry", "register_prometheus", "snapshot"]
 
 
 def snapshot() -> dict[str, MetricFamily]:
@@ -33,3 +38,14 @@ def register_prometheus(registry: Any = None) -> Any:
     from hotstandby.metrics.prometheus import register
 
     return register(REGISTRY, registry)
+
+
+def register_opentelemetry(meter_provider: Any = None) -> OpenTelemetryExport:
+    """Export the SDK's metrics through OpenTelemetry: instruments on the meter ``hotstandby``
+    of ``meter_provider`` (default: ``opentelemetry.metrics.get_meter_provider()``) — observable
+    counters and gauges read at each collection, histograms fed from now on. Returns the export
+    (``close()`` stops it). Raises :class:`~hotstandby.errors.MissingDependencyError` without
+    ``opentelemetry-api``."""
+    from hotstandby.metrics.otel import register
+
+    return register(REGISTRY, meter_provider)

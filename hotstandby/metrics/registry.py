@@ -16,9 +16,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Counter", "Followed", "Gauge", "Histogram", "MetricFamily", "Registry", "Sample"]
+__all__ = ["Counter", "Followed", "Gauge", "Histogram", "Metric", "MetricFamily", "Registry", "Sample"]
 
 LabelValues = tuple[str, ...]
+#: ``listener(value, labels)``: told of each observation of a histogram (see :meth:`Histogram.listen`).
+Listener = Callable[[float, Mapping[str, str]], None]
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,9 @@ class MetricFamily:
         return sum(s.count or 0 for s in self.matching(**labels))
 
 
-class _Metric:
+class Metric:
+    """What every metric has: name, help, label names, and :meth:`collect`."""
+
     kind = ""
 
     def __init__(self, name: str, help: str, labelnames: Sequence[str]) -> None:
@@ -96,7 +100,7 @@ class Followed:
         self._counter._unfollow(self)
 
 
-class Counter(_Metric):
+class Counter(Metric):
     """A value that only grows."""
 
     kind = "counter"
@@ -139,7 +143,7 @@ class Counter(_Metric):
         return MetricFamily(self.name, self.kind, self.help, self.labelnames, samples)
 
 
-class Gauge(_Metric):
+class Gauge(Metric):
     """A value that is set."""
 
     kind = "gauge"
@@ -182,7 +186,7 @@ class Gauge(_Metric):
 DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
-class Histogram(_Metric):
+class Histogram(Metric):
     """Observations counted in buckets, with their sum."""
 
     kind = "histogram"
@@ -191,6 +195,7 @@ class Histogram(_Metric):
         super().__init__(name, help, labelnames)
         self.bounds = tuple(sorted(buckets))
         self._values: dict[LabelValues, tuple[list[int], list[float]]] = {}  # per bucket counts, [sum]
+        self._listeners: tuple[Listener, ...] = ()
 
     def observe(self, value: float, **labels: str) -> None:
         key = self._key(labels)
@@ -199,6 +204,21 @@ class Histogram(_Metric):
             counts, total = self._values.setdefault(key, ([0] * (len(self.bounds) + 1), [0.0]))
             counts[index] += 1
             total[0] += value
+            listeners = self._listeners
+        for listener in listeners:  # outside the lock: an exporter's code never holds it
+            listener(value, labels)
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Tell ``listener`` of every observation from now on (an exporter whose histograms are
+        fed value by value, as OpenTelemetry's); returns the function that stops it."""
+        with self._lock:
+            self._listeners = (*self._listeners, listener)
+
+        def stop() -> None:
+            with self._lock:
+                self._listeners = tuple(x for x in self._listeners if x is not listener)
+
+        return stop
 
     def collect(self) -> MetricFamily:
         with self._lock:
@@ -218,9 +238,9 @@ class Registry:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._metrics: dict[str, _Metric] = {}
+        self._metrics: dict[str, Metric] = {}
 
-    def _add(self, metric: _Metric) -> None:
+    def _add(self, metric: Metric) -> None:
         with self._lock:
             if metric.name in self._metrics:
                 raise ValueError(f"metric {metric.name!r} is registered already")
@@ -240,6 +260,11 @@ class Registry:
         metric = Histogram(name, help, labelnames, buckets)
         self._add(metric)
         return metric
+
+    def metrics(self) -> list[Metric]:
+        """Every metric, in the order they were registered."""
+        with self._lock:
+            return list(self._metrics.values())
 
     def snapshot(self) -> dict[str, MetricFamily]:
         """Every metric's current values, by name."""
