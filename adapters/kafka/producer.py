@@ -11,7 +11,8 @@ replay window that replication has not provably copied to the new cluster (MM2's
 there, see replication_progress); then new records follow. Records the old cluster stored
 twice, or that replication copied, are filtered by consumers by their hs-id. ``on_delivery``
 fires exactly once per produced record. ``hotstandby.on_switch`` (a callable in the
-configuration) is given each switch event (docs/observability.md).
+configuration) is given each switch event (docs/observability.md). With ``transactional.id``,
+transactions run on the cluster in use (producer_txn: what a switch does to them).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.adapter import ADAPTER
 from hotstandby.adapters.kafka.client_logs import with_logger
-from hotstandby.adapters.kafka.producer_extras import NO_TRANSACTIONS, ProducerExtras, ProducerSwitching
+from hotstandby.adapters.kafka.producer_extras import ProducerExtras, ProducerSwitching
+from hotstandby.adapters.kafka.producer_txn import Transactions, Txn
 from hotstandby.adapters.kafka.replication_progress import read_positions
 from hotstandby.adapters.kafka.surface import (
     HANDLE_CLOSED,
@@ -36,7 +38,6 @@ from hotstandby.adapters.kafka.surface import (
     delivery_settings,
     headers_list,
     int_setting,
-    not_supported,
 )
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec, Link
@@ -77,6 +78,7 @@ class _Record:
     on_delivery: DeliveryCallback | None
     size: int
     reported: bool = False
+    txn: Txn | None = None  # the application's transaction it was produced in
 
     @property
     def slot(self) -> tuple[str, int, int]:
@@ -101,8 +103,6 @@ class Producer(ProducerExtras, RouteClient):
         configuration dict, ``KafkaException`` (``_INVALID_ARG``) for a bad setting."""
         # As confluent-kafka, keywords are configuration properties too (logger=...).
         config = config_dict(config, kwargs)
-        if "transactional.id" in config:
-            not_supported("transactional.id", NO_TRANSACTIONS)
         self.options, raw = ClientOptions.split(config, role="producer")
         self._on_delivery, self._only_errors, self._raw_config = delivery_settings(raw)
         self._max_pending = int_setting(self._raw_config, "queue.buffering.max.messages", _DEFAULT_MAX_PENDING)
@@ -128,6 +128,7 @@ class Producer(ProducerExtras, RouteClient):
         self._move: tuple[RawProducer, dict[tuple[str, int], ReplicatedTo]] | None = None
         self._old: RawProducer | None = None
         self._switching = ProducerSwitching(self)
+        self._transactions = Transactions(self, "transactional.id" in self._raw_config)
         self._inner = self._join(self._connect, self._switching, SwitchGate(self._lock),
                                  lambda: ClientCounts(resent=self.resent))  # fmt: skip
 
@@ -180,6 +181,7 @@ class Producer(ProducerExtras, RouteClient):
         with self._lock:
             if self._outbox.own_pending >= self._max_pending:
                 raise BufferError("Local: Queue full")
+            txn = self._transactions.for_record()  # before a sequence is taken: a refused record leaves no gap
             if partition < 0:
                 partition = self._partitioner.partition(topic, key_b, self._partitions(self._inner, topic))
             seq = self._sequences.get((topic, partition), 0)
@@ -198,6 +200,7 @@ class Producer(ProducerExtras, RouteClient):
                     on_delivery if on_delivery is not None else callback if callback is not None else self._on_delivery
                 ),
                 size=len(key_b or b"") + len(value_b or b""),
+                txn=txn,
             )
             try:
                 self._send(record, wait_s=0.0)
@@ -205,6 +208,8 @@ class Producer(ProducerExtras, RouteClient):
                 self._sequences[(topic, partition)] = seq  # not sent: the sequence stays free
                 raise
             self._outbox.add(record.slot, record)
+            if txn is not None:
+                txn.records.append(record)
 
     def _send(self, record: _Record, *, wait_s: float) -> None:
         """Hand a record to the current client; waits up to ``wait_s`` for room in its queue."""
@@ -232,8 +237,9 @@ class Producer(ProducerExtras, RouteClient):
         with self._lock:
             if generation != self._generation:
                 return  # from a connection given up in a switch: the record was sent again
-            if err is not None and err.code() in _PURGED and not self._user_purge:
-                return
+            purged = err is not None and err.code() in _PURGED and not self._user_purge
+            if purged and (record.txn is None or not record.txn.aborting):
+                return  # purged by the SDK (a replay's transaction aborted): sent again, not reported
             if err is None:
                 # A report without an offset proves nothing about replication: never trimmed.
                 offset = msg.offset()
@@ -295,6 +301,7 @@ class Producer(ProducerExtras, RouteClient):
         harmless; any other call afterwards raises ``RuntimeError``."""
         if self._closed:
             return True
+        self._transactions.close(timeout)
         left = self.flush(timeout)
         self._follower.close()
         with self._lock:
@@ -328,6 +335,7 @@ class Producer(ProducerExtras, RouteClient):
         new = self._connect(plan.destination)
         try:
             new.list_topics(timeout=_METADATA_TIMEOUT_S)  # raises if the new cluster does not answer
+            self._transactions.connect(new)
             positions = self._replication_positions(plan) if self._outbox.in_window else {}
         except BaseException:
             new.close()  # a failed attempt leaves no connection behind (the next one makes its own)
@@ -335,6 +343,7 @@ class Producer(ProducerExtras, RouteClient):
         self._move = (new, positions)
 
     def _switch_abort(self, plan: SwitchPlan) -> None:
+        self._transactions.abort_connect()
         move, self._move = self._move, None
         if move is not None:
             move[0].close()
@@ -342,24 +351,35 @@ class Producer(ProducerExtras, RouteClient):
     def _switch_move(self, plan: SwitchPlan) -> None:
         assert self._move is not None, "move without connect"
         (new, positions), self._move = self._move, None
-        with self._lock:
-            self._generation += 1
-            self._old = self._inner
-            self._old.purge(in_queue=True, in_flight=True, blocking=False)
-            self._inner, self._spec = new, plan.destination
-            replay = self._outbox.replay(plan.current.active, positions, self.options.timestamp_skew_ms)
-            self.trimmed += replay.trimmed
-            self._replay(new, replay.records)
-            self.resent += len(replay.records)
-            self.switches += 1
+        # Held until resume: a transactional call in progress ends first, the application's
+        # next one waits for the replay's transaction.
+        self._transactions.lock.acquire()
+        try:
+            with self._lock:
+                self._generation += 1
+                self._old = self._inner
+                self._old.purge(in_queue=True, in_flight=True, blocking=False)
+                self._inner, self._spec = new, plan.destination
+                self._transactions.move(self._old, new, plan)
+                replay = self._outbox.replay(plan.current.active, positions, self.options.timestamp_skew_ms)
+                self.trimmed += replay.trimmed
+                self._transactions.begin_replay(new, replay.records)
+                self._replay(new, replay.records)
+                self.resent += len(replay.records)
+                self.switches += 1
+        except BaseException:
+            self._transactions.lock.release()
+            raise
         log.info("producer.switched", client=self.options.client_id, source=plan.current.active, to=plan.target.active,
                  epoch=plan.target.epoch, resent=len(replay.records), replicated=replay.trimmed)  # fmt: skip
 
     def _switch_resume(self, plan: SwitchPlan) -> None:
         old, self._old = self._old, None
+        closable = self._transactions.resume(old, plan)
         if old is not None:
             old.poll(0)  # callbacks of the old client are ignored (older generation)
-            old.close()  # nothing is left in it (purged): it stops reconnecting to the old cluster
+            if closable:
+                old.close()  # nothing is left in it (purged): it stops reconnecting to the old cluster
 
     def _replay(self, new: RawProducer, records: list[_Record]) -> None:
         """Re-send ``records`` in order (lock held: new records wait behind them), keeping the
@@ -374,6 +394,12 @@ class Producer(ProducerExtras, RouteClient):
                     raise BufferError(f"re-send: no room in the queue within {timeout_s:.0f} s")
                 new.poll(0.05)
             self._send(record, wait_s=max(0.0, deadline - time.monotonic()))
+
+    def _replay_failed(self, records: list[_Record]) -> None:
+        """A replay the new cluster did not take (lock held): back into the window, for the
+        next switch; the application's own records (a carried transaction's) leave."""
+        for record in records:
+            self._outbox.refused(record.slot, record.size)
 
     def _replication_positions(self, plan: SwitchPlan) -> dict[tuple[str, int], ReplicatedTo]:
         """MM2's position on the new cluster, by the link the plan read (none: nothing trimmed)."""

@@ -1,7 +1,7 @@
 """The part of confluent-kafka's Producer surface that is not about producing records across
-a switch: metadata and credentials of the cluster in use, batches, and the transaction methods,
-which the failover producer does not offer (docs/kafka-api.md); and the producer's part in the
-switch protocol, kept off that surface."""
+a switch: metadata and credentials of the cluster in use, batches, and the transaction methods
+(on the cluster in use: producer_txn; ``send_offsets_to_transaction`` is not offered,
+docs/kafka-api.md); and the producer's part in the switch protocol, kept off that surface."""
 
 from __future__ import annotations
 
@@ -12,15 +12,14 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import Producer as RawProducer
 
+from hotstandby.adapters.kafka.producer_txn import NO_OFFSETS, Transactions
 from hotstandby.adapters.kafka.surface import DeliveryCallback, not_supported
 from hotstandby.failover.switch_protocol import SwitchPlan
 
 if TYPE_CHECKING:
     from hotstandby.adapters.kafka.producer import Producer
 
-__all__ = ["NO_TRANSACTIONS", "ProducerExtras", "ProducerSwitching"]
-
-NO_TRANSACTIONS = "a transaction cannot move between clusters"
+__all__ = ["ProducerExtras", "ProducerSwitching"]
 
 
 def _check_batch(messages: object) -> None:
@@ -46,6 +45,7 @@ class ProducerExtras:
     _inner: RawProducer
     _lock: threading.RLock
     _raw_config: dict[str, Any]
+    _transactions: Transactions
 
     produce: Callable[..., None]
 
@@ -90,24 +90,28 @@ class ProducerExtras:
             self._raw_config.update({"sasl.username": username, "sasl.password": password})
 
     def init_transactions(self, timeout: float = -1) -> None:
-        """Not supported (docs/kafka-api.md): a transaction cannot move between clusters."""
-        not_supported("init_transactions", NO_TRANSACTIONS)
+        """As confluent-kafka's, on the cluster in use (a switch initialises the next cluster
+        with the same ``transactional.id``)."""
+        self._transactions.init_transactions(timeout)
 
     def begin_transaction(self) -> None:
-        """Not supported (see :meth:`init_transactions`)."""
-        not_supported("begin_transaction", NO_TRANSACTIONS)
+        """As confluent-kafka's, on the cluster in use; after a switch ended the transaction,
+        raises its abortable error until :meth:`abort_transaction`."""
+        self._transactions.begin_transaction()
 
     def commit_transaction(self, timeout: float = -1) -> None:
-        """Not supported (see :meth:`init_transactions`)."""
-        not_supported("commit_transaction", NO_TRANSACTIONS)
+        """As confluent-kafka's; a transaction a switch ended raises an abortable
+        ``KafkaException`` (``txn_requires_abort()``): abort it and begin again."""
+        self._transactions.commit_transaction(timeout)
 
     def abort_transaction(self, timeout: float = -1) -> None:
-        """Not supported (see :meth:`init_transactions`)."""
-        not_supported("abort_transaction", NO_TRANSACTIONS)
+        """As confluent-kafka's: records not delivered get a purge error; none is sent again."""
+        self._transactions.abort_transaction(timeout)
 
     def send_offsets_to_transaction(self, positions: Any, group_metadata: Any, timeout: float = -1) -> None:
-        """Not supported (see :meth:`init_transactions`)."""
-        not_supported("send_offsets_to_transaction", NO_TRANSACTIONS)
+        """Not supported (docs/kafka-api.md): offsets committed in a transaction bypass the
+        consumer's ack ledger."""
+        not_supported("send_offsets_to_transaction", NO_OFFSETS)
 
 
 class ProducerSwitching:

@@ -15,6 +15,8 @@ that time, so it is protected against the loss of the new cluster as any record 
 there. A record the cluster refuses leaves the outbox (the application hears of the failure);
 a refused replay goes back into the window instead, because the application was told long ago
 that it was stored. The application's own limit counts its pending records, never the replays.
+Records of a transaction the producer aborted are forgotten (:meth:`Outbox.forget`): pending or
+in the window, they are never sent again.
 
 Not thread-safe: the producer's lock guards it. :meth:`Outbox.add` is one dict assignment, so a
 producer may call it under a narrower lock than the acknowledgement path.
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -128,6 +130,37 @@ class Outbox(Generic[K, R]):
         self.replay_failures += 1
         self._enter_window(key, record, size, None)
         return True
+
+    def forget(self, keys: Iterable[K]) -> int:
+        """Drop ``keys`` for good, pending or in the window (records of an aborted transaction:
+        the cluster discards them, and a switch must not send them again). Returns how many
+        were found."""
+        left = set(keys)
+        found = 0
+        for key in list(left):
+            if self._pending.pop(key, None) is not None:
+                self._replays.discard(key)
+                left.discard(key)
+                found += 1
+        # A transaction's records were acknowledged after everything before it: they are the
+        # newest of the window, so the walk stops near its end (the whole window only when a
+        # key aged out of it already).
+        kept: list[tuple[float, int, K, R, Stored | None]] = []
+        while left and self._keys:
+            entry = (self._at.pop(), self._sizes.pop(), self._keys.pop(), self._records.pop(), self._stored.pop())
+            if entry[2] in left:
+                left.discard(entry[2])
+                self.window_bytes -= entry[1]
+                found += 1
+            else:
+                kept.append(entry)
+        for at, size, key, record, stored in reversed(kept):
+            self._at.append(at)
+            self._sizes.append(size)
+            self._keys.append(key)
+            self._records.append(record)
+            self._stored.append(stored)
+        return found
 
     def _enter_window(self, key: K, record: R, size: int, stored: Stored | None) -> None:
         now = self._clock()

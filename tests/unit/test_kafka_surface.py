@@ -119,9 +119,38 @@ def test_a_bad_setting_value(cls: str, setting: dict[str, Any], center: ConfigCe
     assert kind == "KafkaException"
 
 
-def test_transactions_are_refused_clearly(center: ConfigCenter) -> None:
-    with pytest.raises(KafkaException, match="transaction") as info:
-        Producer({**ROUTE, "transactional.id": "t"}, center=center)
+TXN_CALLS: dict[str, Callable[[Any], Any]] = {
+    "begin_transaction": lambda p: p.begin_transaction(),
+    "produce": lambda p: p.produce("t", b"v", partition=0),
+    "commit_transaction": lambda p: p.commit_transaction(0.1),
+    "abort_transaction": lambda p: p.abort_transaction(0.1),
+    "init_transactions": lambda p: p.init_transactions(0.2),  # no broker: times out
+}
+
+
+# (closing a client whose init_transactions timed out: confluent-kafka warns that it could not abort)
+@pytest.mark.filterwarnings("ignore:Producer abort_transaction failed during close:RuntimeWarning")
+@pytest.mark.parametrize("transactional", [True, False])
+def test_transactional_calls_before_init_fail_as_confluent_kafkas(transactional: bool, center: ConfigCenter) -> None:
+    setting = {"transactional.id": "t"} if transactional else {}
+    raw, facade = confluent_kafka.Producer({**RAW, **setting}), Producer({**ROUTE, **setting}, center=center)
+    try:
+        outcomes = {
+            name: (outcome(partial(call, facade)), outcome(partial(call, raw))) for name, call in TXN_CALLS.items()
+        }
+        assert {name: got for name, (got, expected) in outcomes.items() if got != expected} == {}
+        failed = {name for name, ((kind, _), _) in outcomes.items() if kind == "KafkaException"}
+        assert failed == set(TXN_CALLS) - ({"produce"} if not transactional else set())
+    finally:
+        for client in (raw, facade):
+            client.purge()
+            client.close(0)
+
+
+def test_send_offsets_to_transaction_is_refused_clearly(producers: tuple[Any, Producer]) -> None:
+    _, facade = producers
+    with pytest.raises(KafkaException, match="ack ledger") as info:
+        facade.send_offsets_to_transaction([TopicPartition("t", 0, 1)], None)
     assert info.value.args[0].code() == KafkaError._NOT_IMPLEMENTED
 
 

@@ -147,3 +147,35 @@ def test_records_still_pending_from_a_switch_before_are_sent_again_once() -> Non
     assert box.replay().records == ["r0", "r1"]
     assert box.replay().records == ["r0", "r1"], "nothing acknowledged in between: the same, once each"
     assert (box.pending, box.own_pending, box.replaying) == (2, 1, 1)
+
+
+# -- aborted transactions -------------------------------------------------------------------
+
+
+def test_records_of_an_aborted_transaction_are_forgotten_pending_or_in_the_window() -> None:
+    box = outbox()
+    for i in range(4):  # committed before: stay in the window
+        box.add(("t", 0, i), f"c{i}")
+        assert box.acknowledged(("t", 0, i), 2)
+    aborted = [("t", 0, 4), ("t", 1, 0), ("t", 0, 5)]
+    for key in aborted:
+        box.add(key, f"a{key[1]}{key[2]}")
+    assert box.acknowledged(("t", 1, 0), 2) and box.acknowledged(("t", 0, 4), 2)  # ("t", 0, 5) still pending
+    assert box.forget([*aborted, ("t", 9, 9)]) == 3, "an unknown key is no error"
+    assert (box.pending, box.in_window, box.window_bytes) == (0, 4, 8)
+    assert box.replay().records == ["c0", "c1", "c2", "c3"], "a switch never sends them again"
+    assert not box.acknowledged(("t", 0, 5), 2), "a late acknowledgement does not bring one back"
+    assert box.in_window == 0
+
+
+def test_forgetting_keeps_the_order_of_the_window_and_its_replays() -> None:
+    box = outbox()
+    for i in range(6):
+        box.add(("t", 0, i), f"r{i}")
+        box.acknowledged(("t", 0, i), 1)
+    assert box.forget([("t", 0, 1), ("t", 0, 4)]) == 2  # not at the end: the walk goes further
+    assert list(box.window()) == ["r0", "r2", "r3", "r5"] and box.window_bytes == 4
+    box.replay()
+    assert box.replaying == 4
+    assert box.forget([("t", 0, 2)]) == 1
+    assert (box.replaying, box.pending, box.own_pending) == (3, 3, 0)
