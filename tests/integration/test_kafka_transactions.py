@@ -5,6 +5,7 @@ tests read what the SDK sent, never what an abort hides: docs/kafka-api.md)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -262,3 +263,44 @@ def test_a_transaction_open_on_a_cluster_that_died_is_left_there_and_the_produce
     on_a = wait_for(lambda: (v := visible(refcluster.cluster_spec("kafka-a"), topic)) and "back" in v and v, 30,
                     "the transaction after the failback on kafka-a")  # fmt: skip
     assert {f"x{i}@2" for i in range(10)} <= set(on_a), "the window's committed records, replayed to kafka-a"
+
+
+def test_a_commit_left_without_answer_is_carried_to_the_new_cluster_and_then_reported_committed(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """kafka-a stops answering (SIGSTOP) once the records are delivered: commit_transaction
+    times out (retriable, outcome unknown). The switch re-sends the transaction's records to
+    kafka-b in its replay transaction, so the application's retried commit_transaction
+    returns: the records are committed on kafka-b, once, with their identities."""
+    topic = topic_on_both(refcluster, "txc")
+    reports = Reports()
+    p = txn_producer(refcluster, namespace)
+    broker = (refcluster.state() or {})["components"]["kafka-a"]["pid"]
+    stopped = False
+    try:
+        p.init_transactions(30)
+        p.begin_transaction()
+        for i in range(10):
+            p.produce(topic, key=f"k{i}", value=f"u{i}", on_delivery=reports)
+        assert p.flush(30) == 0
+        os.kill(broker, signal.SIGSTOP)
+        stopped = True
+        try:
+            p.commit_transaction(2)
+            raise AssertionError("commit_transaction must time out while kafka-a does not answer")
+        except KafkaException as exc:
+            assert exc.args[0].retriable() and not exc.args[0].txn_requires_abort()
+        center.switch("orders", "kafka-b", reason="kafka-a does not answer")
+        wait_for(lambda: p.cluster == "kafka-b", 60, "the producer to move to kafka-b")
+        p.commit_transaction(30)  # the retry the application makes after a retriable error
+        p.begin_transaction()
+        p.produce(topic, key="k0", value="next", on_delivery=reports)
+        p.commit_transaction(30)
+    finally:
+        if stopped:
+            os.kill(broker, signal.SIGCONT)
+        p.close()
+    on_b = wait_for(lambda: (v := visible(refcluster.cluster_spec("kafka-b"), topic)) and "next" in v and v, 30,
+                    "the next transaction on kafka-b")  # fmt: skip
+    assert set(on_b) == {*(f"u{i}" for i in range(10)), "next"}
+    assert {v: r for v, r in reports.by_value.items() if r != [None]} == {}, "one report per record"
