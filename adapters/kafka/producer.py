@@ -395,12 +395,6 @@ class Producer(ProducerExtras, RouteClient):
                 new.poll(0.05)
             self._send(record, wait_s=max(0.0, deadline - time.monotonic()))
 
-    def _replay_failed(self, records: list[_Record]) -> None:
-        """A replay the new cluster did not take (lock held): back into the window, for the
-        next switch; the application's own records (a carried transaction's) leave."""
-        for record in records:
-            self._outbox.refused(record.slot, record.size)
-
     def _replication_positions(self, plan: SwitchPlan) -> dict[tuple[str, int], ReplicatedTo]:
         """MM2's position on the new cluster, by the link the plan read (none: nothing trimmed)."""
         target = plan.destination

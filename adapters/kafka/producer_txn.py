@@ -133,8 +133,8 @@ class Transactions:
             try:
                 inner.commit_transaction(timeout)
             except KafkaException as exc:
-                if txn is not None and exc.args[0].retriable():
-                    txn.unanswered = True
+                if txn is not None:  # a retriable error leaves the outcome unknown (see move)
+                    txn.unanswered = exc.args[0].retriable()
                 raise
             with self._p._lock:
                 if self.current is txn:
@@ -247,7 +247,9 @@ class Transactions:
             except KafkaException:
                 break
         with self._p._lock:
-            self._p._replay_failed(records)
+            # Back into the window, for the next switch (a carried transaction's records leave).
+            for record in records:
+                self._p._outbox.refused(record.slot, record.size)
             if self.current is not None and self.current.carried:
                 self.current.carried = ""
                 self.doomed = KafkaError(KafkaError._OUTDATED, "transaction aborted: the switch could not commit it "

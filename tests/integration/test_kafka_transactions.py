@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from hotstandby.adapters.kafka import Producer
@@ -118,12 +119,13 @@ def test_committed_and_aborted_transactions_and_a_switch_replays_only_the_commit
 
 
 def test_a_switch_mid_transaction_makes_it_abortable_and_the_retry_loop_commits_on_the_new_cluster(
-    refcluster: RefCluster, center: ConfigCenter, namespace: str
+    refcluster: RefCluster, center: ConfigCenter, namespace: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     topic = topic_on_both(refcluster, "txs")
     reports = Reports()
     p = txn_producer(refcluster, namespace)
     errors: list[KafkaError] = []
+    flipped_at: list[float] = []
 
     def produce_all(attempt: int, midway: Callable[[], None]) -> None:
         for i in range(20):
@@ -134,6 +136,7 @@ def test_a_switch_mid_transaction_makes_it_abortable_and_the_retry_loop_commits_
     def flip() -> None:
         p.flush(30)
         p.produce(topic, key="k-last", value="queued@1", on_delivery=reports)  # maybe delivered, maybe not
+        flipped_at.append(time.monotonic())
         center.switch("orders", "kafka-b", reason="planned")
         wait_for(lambda: p.cluster == "kafka-b", 30, "the producer to move to kafka-b")
 
@@ -158,6 +161,9 @@ def test_a_switch_mid_transaction_makes_it_abortable_and_the_retry_loop_commits_
                     errors.append(again.args[0])
                 p.abort_transaction(30)
         assert attempt == 2
+        with capsys.disabled():
+            print(f"\n[measure] flip -> the retried transaction committed on kafka-b: "
+                  f"{(time.monotonic() - flipped_at[0]) * 1000:.0f} ms")  # fmt: skip
     finally:
         p.close()
     assert len(errors) == 2
