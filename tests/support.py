@@ -182,3 +182,19 @@ class ManualClock:
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.now += seconds
+
+
+@contextlib.contextmanager
+def two_memory_clusters(route: str, topic: str, partitions: int) -> Iterator[Any]:
+    """An in-memory world (``hotstandby.adapters.memory``) with clusters ``mem-a`` and
+    ``mem-b``, ``topic`` on both and ``route`` on ``mem-a``; its clients' watches stop with it."""
+    from hotstandby.adapters.memory.world import World
+
+    world = World(("mem-a", "mem-b"))
+    world.create_topic(topic, partitions)
+    world.create_route(route, "mem-a")
+    try:
+        yield world
+    finally:
+        world.store.disconnect()  # wakes the clients' watches: their threads stop at once
+        world.close()

@@ -16,6 +16,7 @@ from hotstandby.errors import MissingDependencyError
 from hotstandby.metrics.instruments import LEDGER_STORE_SECONDS, REGISTRY
 from hotstandby.metrics.otel import instrument_name
 from hotstandby.metrics.registry import DEFAULT_BUCKETS
+from tests.support import two_memory_clusters
 
 sdk_metrics = pytest.importorskip("opentelemetry.sdk.metrics")
 sdk_export = pytest.importorskip("opentelemetry.sdk.metrics.export")
@@ -51,12 +52,8 @@ def labelled(found: list[Any], **labels: str) -> list[Any]:
 
 @pytest.fixture
 def world() -> Iterator[World]:
-    w = World(("mem-a", "mem-b"))
-    w.create_topic(TOPIC, 2)
-    w.create_route(ROUTE, "mem-a")
-    yield w
-    w.store.disconnect()  # wakes the clients' watches: their threads stop at once
-    w.close()
+    with two_memory_clusters(ROUTE, TOPIC, 2) as w:
+        yield w
 
 
 def test_a_switch_reads_the_same_through_opentelemetry_as_in_the_process(reader: Any, world: World) -> None:
