@@ -10,6 +10,9 @@ warms up — imports, first connections — and is not counted):
 * Kafka Producer: create; first produce + flush (delivery acknowledged); close.
 * Kafka Consumer (a new group each time, on a topic that holds records): create; subscribe;
   first record (the group join — about 2 s on the reference broker — is most of it); close.
+  Then close beside an idle member: two consumers of a new group each hold a partition, the
+  first one closes while the second does not poll (as an application closing its consumers
+  one after the other); the second one's close is not timed.
 * Pulsar Client: create; create_producer; subscribe (a new subscription); close (the client,
   and with it its producer and consumer).
 
@@ -56,7 +59,7 @@ class EtcdCalls:
                 calls.count += 1
             return original(store, fn)
 
-        EtcdStore.call = call  # type: ignore[method-assign]
+        EtcdStore.call = call  # type: ignore[method-assign,assignment]
 
     def uninstall(self) -> None:
         EtcdStore.call = self._original  # type: ignore[method-assign]
@@ -115,7 +118,7 @@ def _kafka(rc: RefCluster, reps: int, steps: Steps) -> None:
     spec = rc.cluster_spec("kafka-a")
     sdk_base = {"hotstandby.route": "orders", "hotstandby.etcd": f"127.0.0.1:{rc.ports.etcd}",
                 "hotstandby.namespace": rc.namespace}  # fmt: skip
-    raw_base = {"bootstrap.servers": spec.url}
+    raw_base: dict[str, Any] = {"bootstrap.servers": spec.url}
     topic = f"bench-{uuid.uuid4().hex[:8]}"
     admin = AdminClient(raw_base)
     admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(15)
@@ -137,14 +140,16 @@ def _kafka(rc: RefCluster, reps: int, steps: Steps) -> None:
             else:
                 producer.close()
 
+    def new_consumer(kind: str, group: str) -> Any:
+        if kind == "raw":
+            return RawConsumer({**raw_base, **spec.client_config("consumer"), "group.id": group,
+                                "auto.offset.reset": "earliest"})  # fmt: skip
+        return Consumer({**sdk_base, "group.id": group})  # reads from the earliest offset by default
+
     def consumer_cycle(kind: str) -> None:
         group = f"g-{kind}-{uuid.uuid4().hex[:8]}"
         with steps.step(kind, "kafka consumer: create"):
-            if kind == "raw":
-                consumer: Any = RawConsumer({**raw_base, **spec.client_config("consumer"), "group.id": group,
-                                             "auto.offset.reset": "earliest"})  # fmt: skip
-            else:
-                consumer = Consumer({**sdk_base, "group.id": group})
+            consumer = new_consumer(kind, group)
         with steps.step(kind, "kafka consumer: subscribe"):
             consumer.subscribe([topic])
         with steps.step(kind, "kafka consumer: first record"):
@@ -161,9 +166,30 @@ def _kafka(rc: RefCluster, reps: int, steps: Steps) -> None:
     for r in range(reps + 1):
         for kind in ("raw", "sdk") if r % 2 == 0 else ("sdk", "raw"):
             producer_cycle(kind)
+    pair_topic = f"bench-pair-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(pair_topic, num_partitions=2, replication_factor=1)])[pair_topic].result(15)
+
+    def pair_cycle(kind: str) -> None:
+        group = f"g-{kind}-{uuid.uuid4().hex[:8]}"
+        first, second = new_consumer(kind, group), new_consumer(kind, group)
+        first.subscribe([pair_topic])
+        second.subscribe([pair_topic])
+        deadline = time.monotonic() + _FIRST_RECORD_S
+        while not (first.assignment() and second.assignment()):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no partition for each member within {_FIRST_RECORD_S} s")
+            first.poll(0.1)
+            second.poll(0.1)
+        with steps.step(kind, "kafka consumer: close beside an idle member"):
+            first.close()
+        second.close()
+
     for r in range(reps + 1):
         for kind in ("raw", "sdk") if r % 2 == 0 else ("sdk", "raw"):
             consumer_cycle(kind)
+    for r in range(reps + 1):
+        for kind in ("raw", "sdk") if r % 2 == 0 else ("sdk", "raw"):
+            pair_cycle(kind)
 
 
 def _pulsar(rc: RefCluster, reps: int, steps: Steps) -> None:
@@ -197,8 +223,10 @@ def _pulsar(rc: RefCluster, reps: int, steps: Steps) -> None:
 def _drop_warmup(steps: Steps) -> None:
     """The first repetition of each cycle imports and connects everything for the first time:
     not counted."""
-    for values in [*steps.seconds.values(), *steps.requests.values()]:
-        del values[0]
+    for seconds in steps.seconds.values():
+        del seconds[0]
+    for requests in steps.requests.values():
+        del requests[0]
 
 
 def main() -> int:
@@ -226,9 +254,9 @@ def main() -> int:
     if args.json:
         print(json.dumps({"reps": args.reps, "steps": rows}, indent=2))
         return 0
-    print(f"{'step':34} {'raw p50':>9} {'raw p90':>9} {'sdk p50':>9} {'sdk p90':>9} {'sdk/raw':>8} {'etcd':>5}")
+    print(f"{'step':44} {'raw p50':>9} {'raw p90':>9} {'sdk p50':>9} {'sdk p90':>9} {'sdk/raw':>8} {'etcd':>5}")
     for row in rows:
-        print(f"{row['step']:34} {row['raw_median_ms']:9.1f} {row['raw_p90_ms']:9.1f} {row['sdk_median_ms']:9.1f} "
+        print(f"{row['step']:44} {row['raw_median_ms']:9.1f} {row['raw_p90_ms']:9.1f} {row['sdk_median_ms']:9.1f} "
               f"{row['sdk_p90_ms']:9.1f} {row['ratio']:8.2f} {row['sdk_etcd_requests']:5g}")  # fmt: skip
     print(f"(ms over {args.reps} repetitions; etcd: requests the SDK made on the caller's thread, median)")
     return 0
