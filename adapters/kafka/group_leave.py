@@ -252,18 +252,21 @@ class GroupLeaves:
     def leave_in_background(self, raw: Any, spec: ClusterSpec) -> None:
         """Leave ``spec``'s group in turn on a thread of its own (a switch gave ``raw`` up); the
         leave is marked pending before this returns."""
-        self._in_background(functools.partial(self._leave, raw, spec, self.mark(spec)), spec)
+        marked = self.mark(spec)
+
+        def leave() -> None:  # all of it, in the background
+            self._leave(raw, spec, marked)()
+
+        self._in_background(leave, spec)
 
     def close(self, raw: Any, spec: ClusterSpec) -> None:
         """Leave ``spec``'s group in turn and return once ``raw`` left it; the wait for the
         rest of the group to settle goes on in the background (see the module doc)."""
-        marked = self.mark(spec)
-        remainder = self._leave(raw, spec, marked, finish=False)
-        self._in_background(remainder, spec)
+        self._in_background(self._leave(raw, spec, self.mark(spec)), spec)
 
-    def _leave(self, raw: Any, spec: ClusterSpec, marked: LeasedKey | None, *, finish: bool = True) -> Remainder:
-        """Leave in turn, then (``finish``) wait for the group to settle; the mark is dropped
-        once that is done. What is left to do (nothing when ``finish``)."""
+    def _leave(self, raw: Any, spec: ClusterSpec, marked: LeasedKey | None) -> Remainder:
+        """Leave in turn; what is left: the wait for the group to settle, the release of the
+        lock, then of the mark."""
         lock = center_lock(self._center, f"leave/{spec.name}/{self.group}", owner=self.member, ttl_s=30)
         leaves = self._pending(spec)
 
@@ -271,22 +274,20 @@ class GroupLeaves:
             if marked is not None:
                 leaves.unmark(marked)
 
-        def remainder(settle: Remainder) -> None:
-            try:
-                settle()
-            finally:
-                unmark()
-
         try:
             settle = leave_in_turn(raw, spec=spec, group=self.group, lock=lock, timeout=self.timeout_s,
                                    harmless=unmark)  # fmt: skip
         except BaseException:
             unmark()
             raise
-        if finish:
-            remainder(settle)
-            return lambda: None
-        return functools.partial(remainder, settle)
+
+        def remainder() -> None:
+            try:
+                settle()
+            finally:
+                unmark()
+
+        return remainder
 
     def _in_background(self, work: Callable[[], object], spec: ClusterSpec) -> None:
         """Run ``work`` on a thread that holds the config center open and that the process
