@@ -117,7 +117,8 @@ class Consumer(ConsumerExtras, RouteClient):
         self._committer = Committer(s, self._fetcher, auto_commit=auto_commit, interval_s=interval_s)
         self._assignments = Assignments(s, self._fetcher, self._committer, self)
         self._manual = ManualAssignment(s, self._fetcher, self._assignments)
-        leaves = GroupLeaves(follower.center, self.group, member=self.options.client_id, timeout_s=_LEAVE_TIMEOUT_S)
+        leaves = GroupLeaves(follower.center, self.group, member=self.options.client_id, timeout_s=_LEAVE_TIMEOUT_S,
+                             hold=follower.hold_center)  # fmt: skip
         self._switch = ConsumerSwitch(s, self._fetcher, self._committer, self._assignments, self._manual, leaves)
         try:
             s.spec = follower.initial_cluster
@@ -270,7 +271,9 @@ class Consumer(ConsumerExtras, RouteClient):
 
     def close(self) -> None:
         """Commit what was processed (with auto commit), store the ledgers, leave the group.
-        Closing twice is harmless."""
+        Returns once the consumer left the group: the wait for the other members to settle
+        goes on in the background, and a cluster that does not answer is not waited for
+        (``group_leave``). Closing twice is harmless."""
         if self._closed:
             return
         self._closed = True
@@ -278,13 +281,12 @@ class Consumer(ConsumerExtras, RouteClient):
         with s.lock:
             if self._committer.auto_commit:
                 self._committer.commit_processed(asynchronous=True)
-            if not s.ledgers.store(set(s.ledgers.owned), deadline=s.store_deadline()):
+            # Every acknowledgement was stored or is dirty: storing the others again changes nothing.
+            if not s.ledgers.store(s.acks.collect(s.now_ms()), deadline=s.store_deadline()):
                 log.warning("consumer.ledgers_unstored", group=self.group, ledgers=len(s.ledgers.dirty))
             inner, spec = s.inner, s.spec
             s.closing = True
-        self._switch.leaves.leave(inner, spec, self._switch.leaves.mark(spec))
-        for thread in self._switch.leaving:
-            thread.join(_LEAVE_TIMEOUT_S)
+        self._switch.leaves.close(inner, spec)
         self._ledger_follower.close()
         self._follower.close()
 

@@ -12,12 +12,12 @@
 * ``move`` — the swap: the new consumer subscribes (or is assigned the partitions the
   application assigned), each partition starts at its translated position
   (``start_positions``), nothing handed out on the old cluster is pending any more;
-* ``resume`` — the old consumer leaves its group in the background, in turn with the others.
+* ``resume`` — the old consumer leaves its group in the background, in turn with the others
+  (``group_leave``; a thread that holds the config center open, so it may outlive the consumer).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 
 from confluent_kafka import Consumer as RawConsumer
@@ -55,7 +55,6 @@ class ConsumerSwitch:
         self.peer_labels: Mapping[str, str] | None = {"group": state.group}
         self._new: RawConsumer | None = None  # connected to the target, not in use yet
         self._old: tuple[RawConsumer, ClusterSpec] | None = None  # given up by move, left by resume
-        self.leaving: list[threading.Thread] = []  # old clusters' consumers leaving their group
         self.switches = 0
 
     def drain(self, plan: SwitchPlan) -> None:
@@ -150,7 +149,7 @@ class ConsumerSwitch:
     def resume(self, plan: SwitchPlan) -> None:
         old, self._old = self._old, None
         if old is not None:
-            self.leave_in_background(*old)
+            self.leaves.leave_in_background(*old)
         log.info("consumer.switched", client=self._s.options.client_id, source=plan.current.active,
                  to=plan.target.active, epoch=plan.target.epoch)  # fmt: skip
 
@@ -158,11 +157,3 @@ class ConsumerSwitch:
         new, self._new = self._new, None
         if new is not None:
             new.close()
-
-    def leave_in_background(self, raw: RawConsumer, spec: ClusterSpec) -> None:
-        leaving = threading.Thread(
-            target=self.leaves.leave, args=(raw, spec, self.leaves.mark(spec)), daemon=True,
-            name=f"hotstandby-leave-{spec.name}",
-        )  # fmt: skip
-        leaving.start()
-        self.leaving.append(leaving)

@@ -12,11 +12,24 @@ leave is under way may never get an assignment (2 runs of 9 with raw consumers o
 reference broker; none of 8 when they joined after the leaves). A member about to leave
 therefore marks its pending leave in the config center (:class:`PendingLeaves`), and a member
 about to join waits until no leave of that group on that cluster is pending.
+
+A consumer that closes leaves the same way, but only its turn and the leave itself happen on
+the caller's thread (:meth:`GroupLeaves.close`). When nobody else is leaving — the usual close,
+also with other members that go on, or that do not poll — the lock is free and the group
+stable: a few etcd round trips and the broker's leave. The wait for the rest of the group to
+settle again, before the lock and the mark are released, goes on in a thread that ends within
+the leave timeout and before the process exits (a member closing next waits for it, serving the
+group's rebalance meanwhile). A cluster that does not answer is left at once: librdkafka's
+close waits for the commits it has in flight — up to ``session.timeout.ms``, 45 s by default,
+when the coordinator is gone — and that wait goes on in the background (what those commits
+carry is in the ledgers already).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,15 +44,22 @@ from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.configcenter.leased import LeasedKey, leased_values
 from hotstandby.configcenter.lock import StoreLock, center_lock
 from hotstandby.configcenter.polling import wait_until
+from hotstandby.configcenter.sharing import SharedCenter
 from hotstandby.errors import ConfigCenterError
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.logs import get_logger
 
-__all__ = ["GroupLeaves", "PendingLeaves", "leave_in_turn"]
+__all__ = ["GroupLeaves", "PendingLeaves", "close_within", "leave_in_turn"]
 
 log = get_logger("hotstandby.kafka.consumer")
 
 _SETTLED = {ConsumerGroupState.STABLE, ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD}
+# How long closing a consumer of a cluster that does not answer waits for librdkafka (whose
+# close returns at once unless commits are in flight, and those cannot reach that cluster).
+_GONE_CLOSE_S = 0.5
+
+#: What is left of a leave once the consumer left: the wait for the group to settle, the release.
+Remainder = Callable[[], None]
 
 
 class PendingLeaves:
@@ -94,6 +114,27 @@ def _settled(admin: AdminClient, spec: ClusterSpec, group: str) -> bool | None:
     return found.state in _SETTLED
 
 
+def close_within(raw: Any, group: str, timeout: float) -> bool:
+    """Close ``raw`` (a confluent_kafka.Consumer), waiting at most ``timeout`` s; True when it
+    closed. librdkafka's close waits for the commits it has in flight (up to
+    ``session.timeout.ms`` when the coordinator is gone): the rest of it goes on in a daemon
+    thread."""
+    closing = threading.Thread(target=_close, args=(raw, group), name="hotstandby-kafka-close", daemon=True)
+    closing.start()
+    closing.join(timeout)
+    if closing.is_alive():
+        log.info("consumer.closing_in_background", group=group, waited_s=timeout)
+        return False
+    return True
+
+
+def _close(raw: Any, group: str) -> None:
+    try:
+        raw.close()
+    except (KafkaException, RuntimeError) as exc:  # the old cluster may be gone
+        log.warning("consumer.close_failed", group=group, error=str(exc))
+
+
 def leave_in_turn(
     raw: Any,
     *,
@@ -102,39 +143,59 @@ def leave_in_turn(
     lock: StoreLock | None,
     timeout: float,
     harmless: Callable[[], None] | None = None,
-) -> None:
+) -> Remainder:
     """Close ``raw`` (a confluent_kafka.Consumer) once it is its turn; records it still
-    fetches meanwhile are dropped unprocessed. Never waits more than ``timeout`` seconds.
-    ``harmless`` is called at once when the cluster does not answer: its group went with it, so
-    joins need not wait for this leave (closing a consumer of a dead broker can take long)."""
+    fetches meanwhile are dropped unprocessed. Returns what is left to do (never longer than
+    ``timeout`` s from the call, all included): wait until the rest of the group has settled,
+    then release ``lock``. ``harmless`` is called at once when the cluster does not answer: its
+    group went with it, so joins need not wait for this leave, and nothing is left to do."""
     deadline = time.monotonic() + timeout
     admin = shared_admin(spec)
+    if _settled(admin, spec, group) is None:
+        if harmless is not None:
+            harmless()
+        close_within(raw, group, _GONE_CLOSE_S)
+        return lambda: None
     held = False
-    answering = _settled(admin, spec, group) is not None
-    if not answering and harmless is not None:
-        harmless()
     try:
-        if lock is not None and answering:
-            # Keep serving the group's rebalances while waiting, so the others can settle.
-            while not held and time.monotonic() < deadline:
-                raw.poll(0.1)
-                try:
-                    held = lock.try_acquire()
-                except ConfigCenterError as exc:
-                    log.warning("consumer.leave_lock_failed", group=group, error=str(exc))
-                    break
-            while held and _settled(admin, spec, group) is False and time.monotonic() < deadline:
-                raw.poll(0.1)
-        try:
-            raw.close()
-        except (KafkaException, RuntimeError) as exc:  # the old cluster may be gone
-            log.warning("consumer.close_failed", group=group, error=str(exc))
-        if held:
-            wait_until(
-                lambda: _settled(admin, spec, group) is not False, deadline - time.monotonic(), first=0.1, most=0.1
-            )
-    finally:
+        if lock is not None:
+            held = _await_turn(raw, admin, spec, group, lock, deadline)
+        close_within(raw, group, max(deadline - time.monotonic(), _GONE_CLOSE_S))
+    except BaseException:
         if held and lock is not None:
+            lock.release()
+        raise
+    return functools.partial(_release_when_settled, admin, spec, group, lock if held else None, deadline, timeout)
+
+
+def _await_turn(raw: Any, admin: AdminClient, spec: ClusterSpec, group: str, lock: StoreLock, deadline: float) -> bool:
+    """Wait for ``lock``, then for the group to be settled, serving the group's rebalances
+    meanwhile (so the others can settle); whether the lock is held."""
+    held = False
+    while time.monotonic() < deadline:
+        try:
+            held = lock.try_acquire()
+        except ConfigCenterError as exc:
+            log.warning("consumer.leave_lock_failed", group=group, error=str(exc))
+            return False
+        if held:
+            break
+        raw.poll(0.1)
+    while held and _settled(admin, spec, group) is False and time.monotonic() < deadline:
+        raw.poll(0.1)
+    return held
+
+
+def _release_when_settled(
+    admin: AdminClient, spec: ClusterSpec, group: str, lock: StoreLock | None, deadline: float, timeout: float
+) -> None:
+    """Once the rest of the group has settled after our leave (or at ``deadline``), release ``lock``."""
+    try:
+        if lock is not None:
+            wait_until(lambda: _settled(admin, spec, group) is not False, deadline - time.monotonic(), first=0.1,
+                       most=0.1)  # fmt: skip
+    finally:
+        if lock is not None:
             lock.release()
     if time.monotonic() >= deadline:
         log.warning("consumer.leave_slow", group=group, timeout_s=timeout)
@@ -142,13 +203,24 @@ def leave_in_turn(
 
 class GroupLeaves:
     """One consumer's leaves and joins of ``group`` on the clusters it moves between: marks its
-    leave as pending, leaves in turn, and joins only once no leave is pending there."""
+    leave as pending, leaves in turn, and joins only once no leave is pending there.
+    ``hold``: another hold on the config center, for leaves that go on after the consumer
+    closed (by default they use ``center`` as it is)."""
 
-    def __init__(self, center: ConfigCenter, group: str, *, member: str, timeout_s: float) -> None:
+    def __init__(
+        self,
+        center: ConfigCenter,
+        group: str,
+        *,
+        member: str,
+        timeout_s: float,
+        hold: Callable[[], SharedCenter] | None = None,
+    ) -> None:
         self._center = center
         self.group = group
         self.member = member
         self.timeout_s = timeout_s
+        self._hold = hold
 
     def _pending(self, spec: ClusterSpec) -> PendingLeaves:
         return PendingLeaves(self._center, spec.name, self.group, ttl_s=int(self.timeout_s) + 5)
@@ -177,17 +249,58 @@ class GroupLeaves:
         elif waited_ms >= 100:
             log.info("consumer.waited_for_leaves", cluster=spec.name, group=self.group, waited_ms=waited_ms)
 
-    def leave(self, raw: Any, spec: ClusterSpec, marked: LeasedKey | None) -> None:
-        """Leave ``spec``'s group in turn with the other members, then drop the mark."""
-        center = self._center
-        lock = center_lock(center, f"leave/{spec.name}/{self.group}", owner=self.member, ttl_s=30)
+    def leave_in_background(self, raw: Any, spec: ClusterSpec) -> None:
+        """Leave ``spec``'s group in turn on a thread of its own (a switch gave ``raw`` up); the
+        leave is marked pending before this returns."""
+        marked = self.mark(spec)
+
+        def leave() -> None:  # all of it, in the background
+            self._leave(raw, spec, marked)()
+
+        self._in_background(leave, spec)
+
+    def close(self, raw: Any, spec: ClusterSpec) -> None:
+        """Leave ``spec``'s group in turn and return once ``raw`` left it; the wait for the
+        rest of the group to settle goes on in the background (see the module doc)."""
+        self._in_background(self._leave(raw, spec, self.mark(spec)), spec)
+
+    def _leave(self, raw: Any, spec: ClusterSpec, marked: LeasedKey | None) -> Remainder:
+        """Leave in turn; what is left: the wait for the group to settle, the release of the
+        lock, then of the mark."""
+        lock = center_lock(self._center, f"leave/{spec.name}/{self.group}", owner=self.member, ttl_s=30)
         leaves = self._pending(spec)
 
-        def harmless() -> None:
+        def unmark() -> None:  # harmless twice: the mark's lease is revoked once
             if marked is not None:
                 leaves.unmark(marked)
 
         try:
-            leave_in_turn(raw, spec=spec, group=self.group, lock=lock, timeout=self.timeout_s, harmless=harmless)
-        finally:
-            harmless()
+            settle = leave_in_turn(raw, spec=spec, group=self.group, lock=lock, timeout=self.timeout_s,
+                                   harmless=unmark)  # fmt: skip
+        except BaseException:
+            unmark()
+            raise
+
+        def remainder() -> None:
+            try:
+                settle()
+            finally:
+                unmark()
+
+        return remainder
+
+    def _in_background(self, work: Callable[[], object], spec: ClusterSpec) -> None:
+        """Run ``work`` on a thread that holds the config center open and that the process
+        waits for before it exits (``work`` ends within the leave timeout)."""
+        hold = self._hold() if self._hold is not None else None
+
+        def run() -> None:
+            try:
+                work()
+            except Exception as exc:  # nothing to raise to: the mark and the lock expire on their own
+                log.warning("consumer.leave_failed", cluster=spec.name, group=self.group, error=repr(exc))
+            finally:
+                if hold is not None:
+                    hold.close()
+
+        threading.Thread(target=run, name=f"hotstandby-leave-{spec.name}", daemon=False).start()

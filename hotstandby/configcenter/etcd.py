@@ -51,6 +51,7 @@ _GRPC_OPTIONS = [
     ("grpc.max_reconnect_backoff_ms", 1_000),
 ]
 _ENDPOINT_RETRY_S = 0.5
+_CANCELLED = object()  # put in a watch's queue by cancel()
 
 _UNAVAILABLE = (
     etcd_exc.ConnectionFailedError,
@@ -114,6 +115,8 @@ class _EtcdWatch(WatchStream):
             item = self._queue.get(timeout=timeout)
         except queue.Empty:
             return []
+        if item is _CANCELLED:
+            return []
         if isinstance(item, BaseException):
             mapped = _map_error(item)
             if mapped is item:
@@ -132,6 +135,7 @@ class _EtcdWatch(WatchStream):
         if self._closed.is_set():
             return
         self._closed.set()
+        self._queue.put(_CANCELLED)  # wakes a get() waiting meanwhile
         # A broken connection makes cancel fail too; the watch is gone with it.
         with contextlib.suppress(Exception):
             self._client.cancel_watch(self._watch_id)

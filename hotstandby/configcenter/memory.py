@@ -19,6 +19,7 @@ from hotstandby.errors import ConfigCenterUnavailable, RevisionCompacted
 __all__ = ["MemoryStore"]
 
 _BROKEN = object()
+_CANCELLED = object()
 
 
 class _MemoryWatch(WatchStream):
@@ -41,11 +42,14 @@ class _MemoryWatch(WatchStream):
         if item is _BROKEN:
             self._broken = True
             raise ConfigCenterUnavailable("memory store: connection lost")
+        if item is _CANCELLED:
+            return []
         assert isinstance(item, list)
         return item
 
     def cancel(self) -> None:
         self._store._unregister(self)
+        self._queue.put(_CANCELLED)  # wakes a get() waiting meanwhile
 
 
 class MemoryStore(KVStore):

@@ -58,6 +58,7 @@ class PrefixWatch:
         self._max_backoff = max_backoff
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
+        self._stream: WatchStream | None = None  # the open stream: stop() cancels it, ending its wait
         self._need_snapshot = True
         self._initial = True
         self._connections = 0
@@ -85,8 +86,12 @@ class PrefixWatch:
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop watching; waits up to ``timeout`` s for the thread."""
+        """Stop watching; waits up to ``timeout`` s for the thread (which a cancelled stream
+        ends at once, not after its wait for events)."""
         self._stopped.set()
+        stream = self._stream
+        if stream is not None:
+            stream.cancel()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
             if self._thread.is_alive():
@@ -116,9 +121,11 @@ class PrefixWatch:
         try:
             while not self._stopped.is_set():
                 if stream is None:
-                    stream = self._connect()
+                    stream = self._stream = self._connect()
                     if stream is None:
                         return
+                    if self._stopped.is_set():  # stop() ran before the stream was published
+                        break
                 try:
                     for event in stream.get(timeout=_POLL_S):
                         self._on_event(event)

@@ -86,6 +86,10 @@ class CenterPool:
             entry.watcher = None
         watcher.stop()
 
+    def _hold(self, entry: _Entry) -> None:
+        with self._lock:
+            entry.users += 1
+
     def _release(self, entry: _Entry) -> None:
         with self._lock:
             entry.users -= 1
@@ -111,6 +115,12 @@ class SharedCenter:
     @property
     def center(self) -> ConfigCenter:
         return self._entry.center
+
+    def share(self) -> SharedCenter:
+        """Another hold on the same config center (not on the watcher), for work that may
+        outlive this one's user: it keeps the connection open until it is closed too."""
+        self._pool._hold(self._entry)
+        return SharedCenter(self._pool, self._entry)
 
     def watch(self, callback: Subscriber, *, timeout: float = 10.0) -> RouteWatcher:
         """Subscribe ``callback`` to the shared route watcher, starting it (reading the routes

@@ -51,7 +51,8 @@ class WatchStream(abc.ABC):
 
     @abc.abstractmethod
     def cancel(self) -> None:
-        """Stop watching. Safe to call more than once."""
+        """Stop watching; a :meth:`get` waiting meanwhile returns at once, empty. Safe to call
+        more than once, from any thread."""
 
 
 class KVStore(abc.ABC):

@@ -1,10 +1,11 @@
 """What every failover-aware client does with its route: read it, check it, watch it.
 
 :class:`RouteFollower` takes the config center (the process's shared connection for the
-client's settings, or one passed in), reads the route and the definition of its active
-cluster (refusing a cluster of the wrong kind), then — once the client has connected —
-follows the route through the process's shared route watcher and hands each accepted change
-to a :class:`~hotstandby.failover.switching.Switcher`, which runs the switch protocol
+client's settings, or one passed in) and the process's shared route watcher, takes the route
+from it (the first client's start of the watcher reads the routes; the others read nothing) and
+reads the definition of its active cluster (refusing a cluster of the wrong kind), then — once
+the client has connected — hands each accepted change of the route to a
+:class:`~hotstandby.failover.switching.Switcher`, which runs the switch protocol
 (:meth:`RouteFollower.join`). One follower serves a client object tree (a Kafka producer or
 consumer, a Pulsar client with all its producers, consumers and readers).
 
@@ -24,7 +25,7 @@ from typing import TypeVar
 from hotstandby.configcenter import ConfigCenter, RouteChange, RouteWatcher, polling
 from hotstandby.configcenter.documents import ClusterSpec, Route
 from hotstandby.configcenter.polling import SYSTEM_CLOCK, Clock, wait_until
-from hotstandby.configcenter.sharing import SHARED_CENTERS, CenterPool
+from hotstandby.configcenter.sharing import SHARED_CENTERS, CenterPool, SharedCenter
 from hotstandby.errors import ConfigCenterUnavailable, ConfigError
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.presence import Presence, list_clients
@@ -69,10 +70,22 @@ class RouteFollower:
         self.role = role
         self.labels = dict(labels or {})  # published with the presence (a consumer's group)
         self._clock = clock
+        self._rejected = 0  # the newest epoch refused by the allow-list
+        self.switcher: Switcher | None = None  # until start(), route changes are not acted on
+        self.presence: Presence | None = None
+        self.events = SwitchEvents(options.client_id, role, options.on_switch)
+        self._followed: Followed | None = None  # the client's filtered count, in the metrics
         self._shared = (centers or SHARED_CENTERS).acquire(options.settings, center=center)
         self.center = self._shared.center
         try:
-            self.initial_route: Route = self.patiently(lambda: self.center.route(options.route), "reading the route")
+            # The process's route watcher (its first client starts it) holds every route read
+            # and checked: a client that joins a running one only reads its cluster.
+            self._watcher: RouteWatcher = self.patiently(
+                lambda: self._shared.watch(self._on_change, timeout=1.0), "starting the route watch"
+            )
+            self.initial_route: Route = self._watcher.current(options.route) or self.patiently(
+                lambda: self.center.route(options.route), "reading the route"
+            )  # not watched (unknown, or invalid): read it to raise why
             if not options.allows(self.initial_route.active):
                 raise ConfigError(f"route {options.route!r} is on {self.initial_route.active!r}, which is not in "
                                   f"hotstandby.clusters.allowed ({', '.join(sorted(options.allowed_clusters))})")  # fmt: skip
@@ -82,12 +95,11 @@ class RouteFollower:
         except BaseException:
             self._shared.close()
             raise
-        self._watcher: RouteWatcher | None = None
-        self._rejected = 0  # the newest epoch refused by the allow-list
-        self.switcher: Switcher | None = None
-        self.presence: Presence | None = None
-        self.events = SwitchEvents(options.client_id, role, options.on_switch)
-        self._followed: Followed | None = None  # the client's filtered count, in the metrics
+
+    def hold_center(self) -> SharedCenter:
+        """Another hold on the follower's config center, for work that may go on after the
+        client closed (the connection stays open until that hold is closed too)."""
+        return self._shared.share()
 
     def patiently(self, call: Callable[[], T], what: str) -> T:
         """``call()``, tried again while etcd is unreachable, for up to the etcd timeout
@@ -181,10 +193,7 @@ class RouteFollower:
         self.presence = Presence(self.center, self.options.route, self.options.client_id, self.role)
         self.switcher.listen(self._publish)
         self._publish()
-        self._watcher = self.patiently(
-            lambda: self._shared.watch(self._on_change, timeout=1.0), "starting the route watch"
-        )
-        # A flip between our first read and the watch start is in the watcher's first read.
+        # A flip since the route was read (changes before the switcher existed were not acted on).
         current = self._watcher.current(self.options.route)
         if current is not None:
             self._on_change(RouteChange(current, None, self._watcher.revision))

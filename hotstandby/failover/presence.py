@@ -51,15 +51,17 @@ class Presence:
         """Update what is published (cluster, epoch, state, last_switch_ms, ...) and write it.
         Never raises: while etcd is unreachable (the last write failed) it only notes the
         change, and the keep-alive thread writes it once etcd answers — a switch is not held
-        up by one etcd timeout per change of state."""
+        up by one etcd timeout per change of state. The first publication is written by the
+        keep-alive thread as it starts: creating a client does not wait for it."""
         with self._lock:
             self._doc.update(fields, updated=time.time())
             self._dirty = True
-            if not self._failing:
+            if not self._started:
+                if not self._stopped.is_set():
+                    self._started = True
+                    self._thread.start()
+            elif not self._failing:
                 self._try_write()
-            if not self._started and not self._stopped.is_set():
-                self._started = True
-                self._thread.start()
 
     def _try_write(self) -> None:
         # Caller holds the lock.
@@ -79,6 +81,9 @@ class Presence:
             self._failing = False
 
     def _run(self) -> None:
+        with self._lock:  # the first publication
+            if not self._stopped.is_set():
+                self._try_write()
         while not self._stopped.wait(_RETRY_S if self._failing else self._ttl_s / 3):
             with self._lock:
                 self._try_write()

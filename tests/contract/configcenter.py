@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from hotstandby.configcenter import ConfigCenter, KVStore
+from hotstandby.configcenter import ConfigCenter, Event, KVStore
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.errors import (
     ConcurrentUpdateError,
@@ -98,6 +98,18 @@ class ConfigCenterContract:
             assert seen[0].mod_revision == first and seen[2].mod_revision == live
         finally:
             stream.cancel()
+
+    def test_cancel_ends_a_wait_for_events_at_once(self, store: KVStore, namespace: str) -> None:
+        """What stopping a watch relies on: a get waiting on another thread returns, empty."""
+        after = store.put(f"{namespace}/quiet-marker", b"")
+        stream = store.watch_prefix(f"{namespace}/quiet/", after + 1)
+        got: list[list[Event]] = []
+        waiting = threading.Thread(target=lambda: got.append(stream.get(timeout=30)), daemon=True)
+        waiting.start()
+        stream.cancel()  # before or during the get: either way it must not wait the 30 s
+        waiting.join(5)
+        assert not waiting.is_alive() and got == [[]]
+        stream.cancel()  # again: harmless
 
     def test_watch_from_compacted_revision_fails(self, store: KVStore, namespace: str) -> None:
         old = store.put(f"{namespace}/c/k", b"1")

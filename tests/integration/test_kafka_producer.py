@@ -212,7 +212,8 @@ def test_presence_shows_the_producer_on_its_cluster_and_vanishes_on_close(
         create_topic(refcluster.cluster_spec(cluster), topic, 1)
     producer = Producer(route_config(refcluster, namespace, **{"hotstandby.client.id": "billing-1"}))
     try:
-        first = status()
+        # Written by the presence thread as it starts: creating the producer does not wait for it.
+        first = wait_for(lambda: (found := status())["clients"] and found, 10, "the producer's presence")
         assert first["clients_per_cluster"] == {"kafka-a": 1, "kafka-b": 0}
         [client] = first["clients"]
         assert (client["client"], client["role"], client["epoch"], client["state"]) == (

@@ -83,3 +83,34 @@ def test_a_leave_from_a_cluster_that_does_not_answer_stops_holding_joins_before_
     leave_in_turn(_Member(events), spec=spec, group="g", lock=None, timeout=5,
                   harmless=lambda: events.append("harmless"))  # fmt: skip
     assert events == ["harmless", "close"]
+
+
+class _StuckClose:
+    """A consumer whose close waits, as librdkafka's does for a commit in flight to a
+    coordinator that is gone (up to session.timeout.ms)."""
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+
+    def poll(self, timeout: float) -> None:
+        pass
+
+    def close(self) -> None:
+        self.released.wait(60)
+
+
+def test_a_leave_from_a_cluster_that_does_not_answer_does_not_wait_for_the_commit_in_flight() -> None:
+    """What the commit carries is in the ledgers already: the leave returns at once, and the
+    close goes on in the background."""
+    member = _StuckClose()
+    spec = ClusterSpec(name="kafka-a", kind="kafka", url=_dead_address())
+    leaving = threading.Thread(
+        target=leave_in_turn, kwargs={"raw": member, "spec": spec, "group": "g", "lock": None, "timeout": 25},
+        daemon=True,
+    )  # fmt: skip
+    try:
+        leaving.start()
+        leaving.join(10)
+        assert not leaving.is_alive(), "the leave waited for the consumer's close"
+    finally:
+        member.released.set()
