@@ -27,15 +27,17 @@ consumers'.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import pulsar
 
 from hotstandby.adapters.pulsar.client_settings import client_kwargs
+from hotstandby.adapters.pulsar.topics import TopicSelection
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
@@ -124,7 +126,7 @@ class Client(RouteClient):
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
         self._readers: list[Reader] = []
-        self._subscriptions: dict[tuple[str, str], SubscriptionState] = {}
+        self._subscriptions: dict[tuple[Hashable, str], SubscriptionState] = {}
         self._closed = False
         self._retired = ClientCounts()  # what closed producers re-sent, closed consumers filtered
         self._follower = RouteFollower(self.options, "pulsar", role="client", center=center)
@@ -159,14 +161,16 @@ class Client(RouteClient):
             self._producers.append(producer)
             return producer
 
-    def subscribe(self, topic: str, subscription_name: str, **kwargs: Any) -> Consumer:
-        """As :meth:`pulsar.Client.subscribe`, for one topic (partitioned or not)."""
+    def subscribe(self, topic: str | list[str] | re.Pattern[str], subscription_name: str, **kwargs: Any) -> Consumer:
+        """As :meth:`pulsar.Client.subscribe`: to a topic (partitioned or not), a list of topics
+        or a pattern (``re.compile(...)``), which each cluster resolves (docs/pulsar-api.md)."""
         from hotstandby.adapters.pulsar.consumer import Consumer
 
+        topics = TopicSelection.of(topic)
         with self._lock:
             self._check_open()
             self._wait_no_switch()
-            consumer = Consumer(self, topic, subscription_name, kwargs)
+            consumer = Consumer(self, topics, subscription_name, kwargs)
             self._consumers.append(consumer)
             return consumer
 
@@ -266,17 +270,19 @@ class Client(RouteClient):
             self._consumers = [c for c in self._consumers if c is not member]
             self._readers = [r for r in self._readers if r is not member]
 
-    def subscription_state(self, topic: str, subscription: str) -> SubscriptionState:
-        """The state this client's consumers of ``subscription`` on ``topic`` share."""
+    def subscription_state(self, topic: str | TopicSelection, subscription: str) -> SubscriptionState:
+        """The state this client's consumers of ``subscription`` on ``topic`` (or the same
+        topics) share."""
         from hotstandby.adapters.pulsar.subscription import SubscriptionState
 
+        topics = topic if isinstance(topic, TopicSelection) else TopicSelection.of(topic)
         with self._lock:
-            state = self._subscriptions.get((topic, subscription))
+            state = self._subscriptions.get((topics.key, subscription))
             if state is None:
                 state = SubscriptionState(
-                    self._follower.center, topic, subscription, self.options.client_id, store=self._ledger_store
+                    self._follower.center, topics, subscription, self.options.client_id, store=self._ledger_store
                 )
-                self._subscriptions[(topic, subscription)] = state
+                self._subscriptions[(topics.key, subscription)] = state
             state.users += 1
             return state
 
@@ -285,7 +291,7 @@ class Client(RouteClient):
             state.users -= 1
             if state.users > 0:
                 return
-            self._subscriptions.pop((state.topic, state.subscription), None)
+            self._subscriptions.pop((state.topics.key, state.subscription), None)
             self._retired = ClientCounts(self._retired.resent, self._retired.filtered + state.acks.filtered)
         state.close()
 
@@ -367,7 +373,7 @@ class Client(RouteClient):
                  epoch=plan.target.epoch, producers=len(move.producers), consumers=len(move.consumers))  # fmt: skip
 
 
-def _forget(follower: RouteFollower, subscriptions: dict[tuple[str, str], SubscriptionState]) -> None:
+def _forget(follower: RouteFollower, subscriptions: dict[tuple[Hashable, str], SubscriptionState]) -> None:
     """A client dropped without close() was collected: stop following its route and storing its
     subscriptions' acknowledgements (its pulsar.Client goes with it)."""
     log.info("client.collected_unclosed", route=follower.options.route, client=follower.options.client_id)

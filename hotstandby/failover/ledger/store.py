@@ -69,6 +69,19 @@ class LedgerStore:
         """The stored ledger (empty, generation -1, if there is none or it is unreadable)."""
         return self._read(self.key(group, topic, partition))
 
+    def load_group(self, group: str) -> dict[tuple[str, int], LedgerDocument]:
+        """Every stored ledger of ``group`` by (topic, partition), in one read (a key that names
+        no ledger, or an unreadable ledger, is logged and left out)."""
+        kvs, _ = self._center.store.get_prefix(self._center.keys.group_ledgers(group))
+        found = {}
+        for kv in kvs:
+            try:
+                topic, partition = self._center.keys.ledger_of(group, kv.key)
+                found[(topic, partition)] = LedgerDocument.from_json(kv.value, kv.key)
+            except (ValueError, ValidationError) as exc:
+                log.error("ledger.rejected", key=kv.key, revision=kv.mod_revision, reason=str(exc))
+        return found
+
     def _read(self, key: str) -> LedgerDocument:
         return self._parse(read_versioned(self._center, key))
 
