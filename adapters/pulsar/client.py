@@ -33,7 +33,7 @@ import threading
 import weakref
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import pulsar
 
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from hotstandby.adapters.pulsar.subscription import SubscriptionState
     from hotstandby.adapters.pulsar.table_view import TableView
 
-    Member = Producer | Consumer | Reader | TableView
+    Member: TypeAlias = Producer | Consumer | Reader | TableView
 
 __all__ = ["Client", "close_quietly"]
 

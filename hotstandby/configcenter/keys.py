@@ -16,7 +16,8 @@
     <ns>/clients/<route>/<client-id>           client presence (under a lease)
     <ns>/replication/<flow>/<topic>            a Pulsar replicator's progress (last copied message id)
     <ns>/topics/<cluster>/<topic>              topics known to exist on a cluster (for
-                                               replicators of brokers that cannot list them)
+                                               replicators and pattern consumers of
+                                               brokers that cannot list them)
 
 Segments that may contain ``/`` (Pulsar topics are URLs) are percent-encoded.
 """
