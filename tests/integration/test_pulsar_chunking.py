@@ -4,33 +4,20 @@ the reference cluster: handed out once, replicated, filtered on the cluster swit
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from dataclasses import replace
 
 import pulsar
-import pytest
 
 from hotstandby.adapters.pulsar import Client
 from hotstandby.adapters.pulsar.adapter import identity_of
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
-from tests.integration.pulsar_helpers import nothing_more, take
+from tests.integration import test_pulsar_client as base
+from tests.integration.pulsar_helpers import nothing_more, quiet, replicated, take
 from tests.support import wait_for
 
-ROUTE = "payments"
+ROUTE = base.ROUTE
+client = base.client  # the fixture, shared
 PAYLOAD = bytes(range(256)) * (10 * 1024 * 1024 // 256)
-
-
-def quiet() -> pulsar.ConsoleLogger:
-    return pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
-
-
-@pytest.fixture
-def client(refcluster: RefCluster, center: ConfigCenter, namespace: str) -> Iterator[Client]:
-    made = Client(ROUTE, etcd=f"127.0.0.1:{refcluster.ports.etcd}", namespace=namespace,
-                  operation_timeout_seconds=10, logger=quiet())  # fmt: skip
-    yield made
-    made.close()
 
 
 def stored_on(refcluster: RefCluster, cluster: str, topic: str, count: int) -> list[bytes]:
@@ -63,10 +50,7 @@ def test_a_chunked_message_is_handed_out_once_replicated_and_filtered_after_a_sw
     to fail every round of the flow)."""
     u = uuid.uuid4().hex[:8]
     topic, small = f"persistent://public/default/chunk-{u}", f"persistent://public/default/chunk-{u}-small"
-    with ConfigCenter.open(replace(refcluster.settings())) as registry:
-        for cluster in ("pulsar-a", "pulsar-b"):
-            for name in (topic, small):
-                registry.register_topic(cluster, name)
+    replicated(refcluster, topic, small)
     producer = client.create_producer(topic, chunking_enabled=True, batching_enabled=False)
     producer.send(b"before")
     assert stored_on(refcluster, "pulsar-b", topic, 1) == [b"before"]  # the replicator reads the topic live now

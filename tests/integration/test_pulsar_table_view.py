@@ -5,43 +5,20 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
-from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 import pulsar
-import pytest
 
 from hotstandby.adapters.pulsar import Client
 from hotstandby.adapters.pulsar.adapter import REPLICATED_FROM
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
+from tests.integration import test_pulsar_client as base
+from tests.integration.pulsar_helpers import quiet
 from tests.support import wait_for
 
-ROUTE = "payments"
-
-
-def quiet() -> pulsar.ConsoleLogger:
-    return pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
-
-
-@pytest.fixture
-def topic(refcluster: RefCluster) -> str:
-    """A fresh topic that the reference replicators copy both ways."""
-    name = f"persistent://public/default/view-{uuid.uuid4().hex[:8]}"
-    with ConfigCenter.open(replace(refcluster.settings())) as center:
-        for cluster in ("pulsar-a", "pulsar-b"):
-            center.register_topic(cluster, name)
-    return name
-
-
-@pytest.fixture
-def client(refcluster: RefCluster, center: ConfigCenter, namespace: str) -> Iterator[Client]:
-    made = Client(ROUTE, etcd=f"127.0.0.1:{refcluster.ports.etcd}", namespace=namespace,
-                  operation_timeout_seconds=10, logger=quiet())  # fmt: skip
-    yield made
-    made.close()
+ROUTE = base.ROUTE
+client, topic = base.client, base.topic  # the fixtures, shared
 
 
 def write(client: Client, topic: str, entries: list[tuple[str, bytes]]) -> None:

@@ -7,41 +7,19 @@ from __future__ import annotations
 import random
 import re
 import uuid
-from collections.abc import Iterator
-from dataclasses import replace
 
 import pulsar
-import pytest
 
 from hotstandby.adapters.pulsar import Client
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.refcluster import RefCluster
-from tests.integration.pulsar_helpers import acknowledge_until, nothing_more, take
+from tests.integration import test_pulsar_client as base
+from tests.integration.pulsar_helpers import acknowledge_until, nothing_more, replicated, take
 from tests.support import wait_for
 
-ROUTE = "payments"
-
-
-def quiet() -> pulsar.ConsoleLogger:
-    return pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
-
-
-@pytest.fixture
-def client(refcluster: RefCluster, center: ConfigCenter, namespace: str) -> Iterator[Client]:
-    made = Client(ROUTE, etcd=f"127.0.0.1:{refcluster.ports.etcd}", namespace=namespace,
-                  operation_timeout_seconds=10, logger=quiet())  # fmt: skip
-    yield made
-    made.close()
-
-
-def replicated(refcluster: RefCluster, *topics: str) -> None:
-    """The reference replicators copy ``topics`` both ways (they read the topics registered in
-    the reference cluster's own namespace)."""
-    with ConfigCenter.open(replace(refcluster.settings())) as center:
-        for cluster in ("pulsar-a", "pulsar-b"):
-            for topic in topics:
-                center.register_topic(cluster, topic)
+ROUTE = base.ROUTE
+client = base.client  # the fixture, shared
 
 
 def send(client: Client, topic: str, values: list[str]) -> None:

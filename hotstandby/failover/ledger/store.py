@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.configcenter.versioned import Versioned, read_versioned, update_versioned
+from hotstandby.configcenter.versioned import Versioned, read_prefix, read_versioned, update_versioned
 from hotstandby.errors import FencedError, ValidationError
 from hotstandby.failover.ledger.ledger import LedgerDocument, PartitionLedger
 from hotstandby.logs import get_logger
@@ -72,14 +72,13 @@ class LedgerStore:
     def load_group(self, group: str) -> dict[tuple[str, int], LedgerDocument]:
         """Every stored ledger of ``group`` by (topic, partition), in one read (a key that names
         no ledger, or an unreadable ledger, is logged and left out)."""
-        kvs, _ = self._center.store.get_prefix(self._center.keys.group_ledgers(group))
         found = {}
-        for kv in kvs:
+        for stored in read_prefix(self._center, self._center.keys.group_ledgers(group)):
             try:
-                topic, partition = self._center.keys.ledger_of(group, kv.key)
-                found[(topic, partition)] = LedgerDocument.from_json(kv.value, kv.key)
+                topic, partition = self._center.keys.ledger_of(group, stored.key)
+                found[(topic, partition)] = LedgerDocument.from_json(stored.value or b"", stored.key)
             except (ValueError, ValidationError) as exc:
-                log.error("ledger.rejected", key=kv.key, revision=kv.mod_revision, reason=str(exc))
+                log.error("ledger.rejected", key=stored.key, revision=stored.revision, reason=str(exc))
         return found
 
     def _read(self, key: str) -> LedgerDocument:
