@@ -105,6 +105,8 @@ class TableView:
     # -- listeners ----------------------------------------------------------------------------
 
     def _updated(self, token: object, key: str, value: Any) -> None:
+        if token is not self._token:
+            return  # a view being made (its first round) or given up: no lock for it
         with self._lock:
             if token is not self._token or not self._listeners:
                 return  # a view given up in a switch (or not in use yet), or nobody listens
