@@ -118,10 +118,21 @@ def test_a_reader_that_skipped_entries_is_opened_again_after_what_was_read() -> 
 
 
 def test_a_chunked_message_spans_its_entries_and_a_batch_shares_one() -> None:
-    from hotstandby.adapters.pulsar.replicator.readers import entries_of
+    from hotstandby.adapters.pulsar.message_ids import entries_of
 
     assert entries_of(pulsar.MessageId(-1, 7, 3, -1)) == (7, 3, 3)
     assert entries_of(pulsar.MessageId(-1, 7, 3, 5)) == (7, 3, 3)
     # MessageIdData{ledgerId: 7, entryId: 3, first_chunk_message_id: {ledgerId: 7, entryId: 1}}
     chunked = pulsar.MessageId.deserialize(bytes([0x08, 7, 0x10, 3, 0x3A, 4, 0x08, 7, 0x10, 1]))
     assert str(chunked) == "(7,1,-1,-1);(7,3,-1,-1)" and entries_of(chunked) == (7, 1, 3)
+
+
+def test_a_message_id_says_whether_its_batch_goes_on() -> None:
+    from hotstandby.adapters.pulsar.message_ids import more_in_batch
+
+    def batched(index: int, size: int) -> pulsar.MessageId:  # MessageIdData{7, 0, batch_index, batch_size}
+        return pulsar.MessageId.deserialize(bytes([0x08, 7, 0x10, 0, 0x20, index, 0x30, size]))
+
+    assert more_in_batch(batched(0, 20)) and more_in_batch(batched(18, 20))
+    assert not more_in_batch(batched(19, 20))
+    assert not more_in_batch(pulsar.MessageId(-1, 7, 3, -1))

@@ -24,7 +24,7 @@ from typing import Protocol
 
 import pulsar
 
-from hotstandby.adapters.pulsar.probe import _fields as protobuf_fields  # the project's protobuf decoder
+from hotstandby.adapters.pulsar.message_ids import entries_of
 from hotstandby.logs import get_logger
 
 __all__ = ["SourceReaders"]
@@ -33,16 +33,6 @@ log = get_logger("hotstandby.replicator")
 
 _FIRST_BACKOFF_S = 0.2
 _MAX_BACKOFF_S = 5.0
-_FIRST_CHUNK = 7  # MessageIdData.first_chunk_message_id
-
-
-def entries_of(mid: pulsar.MessageId) -> tuple[int, int, int]:
-    """``(ledger, first entry, last entry)`` of a message: a chunked one spans several entries
-    (its id names the last; the first is inside its serialized form)."""
-    data = protobuf_fields(bytes(mid.serialize()))
-    first = data.get(_FIRST_CHUNK)
-    first_entry = protobuf_fields(first).get(2, mid.entry_id()) if isinstance(first, bytes) else mid.entry_id()
-    return mid.ledger_id(), int(first_entry), mid.entry_id()
 
 
 class _Reader(Protocol):
