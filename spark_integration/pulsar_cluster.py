@@ -20,23 +20,11 @@ from typing import Any
 import pulsar
 
 from hotstandby.adapters.pulsar.client_settings import client_kwargs as cluster_kwargs
+from hotstandby.adapters.pulsar.topics import full_topic, logical_partition
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.spark_integration.options import SourceOptions
 
 __all__ = ["PulsarCluster", "full_topic", "id_key", "id_text", "logical_partition", "message_id"]
-
-_PARTITION = re.compile(r"^(?P<base>.*)-partition-(?P<index>\d+)$")
-
-
-def full_topic(name: str) -> str:
-    """``name`` as Pulsar's full topic name (a short name is in public/default, persistent)."""
-    return name if "://" in name else f"persistent://public/default/{name}"
-
-
-def logical_partition(topic: str) -> tuple[str, int]:
-    """``(topic, partition)`` of one partition's topic name (a non-partitioned topic: 0)."""
-    found = _PARTITION.match(topic)
-    return (found["base"], int(found["index"])) if found else (topic, 0)
 
 
 def id_text(mid: pulsar.MessageId) -> str:

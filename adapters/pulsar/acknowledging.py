@@ -10,6 +10,7 @@ import pulsar
 from hotstandby.adapters.pulsar.adapter import identity_of
 from hotstandby.adapters.pulsar.handed import Handed, HandedOut, MessageKey, Slot
 from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
+from hotstandby.adapters.pulsar.topics import TopicSelection
 from hotstandby.failover.identity import RecordId
 from hotstandby.logs import Seldom
 
@@ -24,6 +25,7 @@ class Acknowledging:
     _state: SubscriptionState
     _inner: pulsar.Consumer
     _topic: str
+    _topics: TopicSelection
     _cumulative: bool  # Exclusive or Failover
     _shared: bool  # Shared or Key_Shared
     _closed: bool
@@ -110,7 +112,8 @@ class Acknowledging:
             self._seldom.info("consumer.ack_without_identity_ignored", topic=self._topic,
                              message_id=str(message.message_id()))  # fmt: skip
             return
-        self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, rid, now_ms()))
+        logical = self._topics.logical(str(message.topic_name()))
+        self._state.changed_ledger(self._state.acks.acknowledge_identity(logical, rid, now_ms()))
 
     def _acknowledge_left_cumulatively(self, message: pulsar.Message) -> None:
         """A cumulative acknowledgement of a message handed out on the cluster the consumer has
@@ -126,7 +129,8 @@ class Acknowledging:
         position ``through`` (None: all of it)."""
         for h in self._out.take_left(slot, through):
             if h.rid is not None:
-                self._state.changed_ledger(self._state.acks.acknowledge_identity(self._topic, h.rid, now_ms()))
+                logical = self._topics.logical(h.slot[0])
+                self._state.changed_ledger(self._state.acks.acknowledge_identity(logical, h.rid, now_ms()))
 
     def negative_acknowledge(self, message: pulsar.Message | pulsar.MessageId) -> None:
         """As :meth:`pulsar.Consumer.negative_acknowledge` (a message or its id): it comes again."""

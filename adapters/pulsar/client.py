@@ -1,8 +1,9 @@
 """``hotstandby.adapters.pulsar.Client``: pulsar.Client over a route.
 
-One ``pulsar.Client`` serves the route's active cluster. Producers, consumers and readers
-made by :meth:`Client.create_producer`, :meth:`Client.subscribe` and
-:meth:`Client.create_reader` belong to it; when the route flips, the client moves all of them
+One ``pulsar.Client`` serves the route's active cluster. Producers, consumers, readers and
+table views made by :meth:`Client.create_producer`, :meth:`Client.subscribe`,
+:meth:`Client.create_reader` and :meth:`Client.create_table_view` belong to it; when the route
+flips, the client moves all of them
 in one switch — it is the tree's one participant in the core's switch protocol
 (:mod:`hotstandby.failover.switch_protocol`), with one switch gate that holds its consumers'
 and readers' reads (and the making of new members) while the switch runs:
@@ -12,8 +13,8 @@ and readers' reads (and the making of new members) while the switch runs:
 2. *store* — the gate closes: consumers stop handing out messages and store their
    acknowledgements (the ledgers); with consumers, the client then waits (bounded) for the
    route's other clients to store theirs;
-3. *connect* — a ``pulsar.Client`` for the new cluster is made, and every producer, consumer
-   and reader gets its counterpart there — if any of them cannot be made, the switch fails as
+3. *connect* — a ``pulsar.Client`` for the new cluster is made, and every producer, consumer,
+   reader and table view gets its counterpart there — if any cannot be made, the switch fails as
    a whole, the old cluster stays in use and the switch is retried;
 4. *move* — the counterparts replace the old ones; producers re-send what the old cluster had
    not acknowledged and their replay window; the gate opens; the old client is closed in the
@@ -27,15 +28,17 @@ consumers'.
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import pulsar
 
 from hotstandby.adapters.pulsar.client_settings import client_kwargs
+from hotstandby.adapters.pulsar.topics import TopicSelection
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
@@ -52,10 +55,15 @@ if TYPE_CHECKING:
     from hotstandby.adapters.pulsar.producer import Producer
     from hotstandby.adapters.pulsar.reader import Reader
     from hotstandby.adapters.pulsar.subscription import SubscriptionState
+    from hotstandby.adapters.pulsar.table_view import TableView
+
+    Member: TypeAlias = Producer | Consumer | Reader | TableView
 
 __all__ = ["Client", "close_quietly"]
 
 log = get_logger("hotstandby.pulsar.client")
+
+_BYTES = pulsar.schema.BytesSchema()  # pulsar-client's default schema
 
 # How long making a producer, consumer or reader waits for a switch to finish (it would be
 # made on the cluster being left); a switch holds the gate for the drain timeout at most,
@@ -124,7 +132,8 @@ class Client(RouteClient):
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
         self._readers: list[Reader] = []
-        self._subscriptions: dict[tuple[str, str], SubscriptionState] = {}
+        self._views: list[TableView] = []
+        self._subscriptions: dict[tuple[Hashable, str], SubscriptionState] = {}
         self._closed = False
         self._retired = ClientCounts()  # what closed producers re-sent, closed consumers filtered
         self._follower = RouteFollower(self.options, "pulsar", role="client", center=center)
@@ -159,20 +168,23 @@ class Client(RouteClient):
             self._producers.append(producer)
             return producer
 
-    def subscribe(self, topic: str, subscription_name: str, **kwargs: Any) -> Consumer:
-        """As :meth:`pulsar.Client.subscribe`, for one topic (partitioned or not)."""
+    def subscribe(self, topic: str | list[str] | re.Pattern[str], subscription_name: str, **kwargs: Any) -> Consumer:
+        """As :meth:`pulsar.Client.subscribe`: to a topic (partitioned or not), a list of topics
+        or a pattern (``re.compile(...)``), which each cluster resolves (docs/pulsar-api.md)."""
         from hotstandby.adapters.pulsar.consumer import Consumer
 
+        topics = TopicSelection.of(topic)
         with self._lock:
             self._check_open()
             self._wait_no_switch()
-            consumer = Consumer(self, topic, subscription_name, kwargs)
+            consumer = Consumer(self, topics, subscription_name, kwargs)
             self._consumers.append(consumer)
             return consumer
 
     def create_reader(self, topic: str, start_message_id: pulsar.MessageId, **kwargs: Any) -> Reader:
         """As :meth:`pulsar.Client.create_reader`; after a switch the reader goes on where it
-        was (by the identities of the messages it returned)."""
+        was (by the identities of the messages it returned). A ``reader_listener`` is called on
+        a thread of the reader's own."""
         from hotstandby.adapters.pulsar.reader import Reader
 
         with self._lock:
@@ -194,10 +206,19 @@ class Client(RouteClient):
             self._check_open()
             return self._inner.get_service_info()
 
-    def create_table_view(self, topic: str, subscription_name: str | None = None, schema: Any = None) -> Any:
-        """Not supported (docs/pulsar-api.md): a table view would stay on the cluster the client
-        leaves in a switch. Raises :class:`hotstandby.errors.ConfigError`."""
-        raise ConfigError("create_table_view is not supported by hotstandby: a table view would not follow the route")
+    def create_table_view(
+        self, topic: str, subscription_name: str | None = None, schema: pulsar.schema.Schema = _BYTES
+    ) -> TableView:
+        """As :meth:`pulsar.Client.create_table_view`: the table view of the cluster in use,
+        made anew on the new cluster in a switch (:mod:`hotstandby.adapters.pulsar.table_view`)."""
+        from hotstandby.adapters.pulsar.table_view import TableView
+
+        with self._lock:
+            self._check_open()
+            self._wait_no_switch()
+            view = TableView(self, topic, subscription_name, schema)
+            self._views.append(view)
+            return view
 
     def shutdown(self) -> None:
         """As :meth:`pulsar.Client.shutdown`: stop at once. Producers do not flush (what is
@@ -206,7 +227,7 @@ class Client(RouteClient):
             if self._closed:
                 return
             self._closed = True
-            members: list[Producer | Consumer | Reader] = [*self._producers, *self._consumers, *self._readers]
+            members: list[Member] = [*self._producers, *self._consumers, *self._readers, *self._views]
         self._follower.close()
         self._forget.detach()
         for member in members:
@@ -219,9 +240,10 @@ class Client(RouteClient):
             if self._closed:
                 return
             producers, consumers, readers = list(self._producers), list(self._consumers), list(self._readers)
+            views = list(self._views)
         for producer in producers:
             producer.close()
-        receivers: list[Consumer | Reader] = [*consumers, *readers]
+        receivers: list[Consumer | Reader | TableView] = [*consumers, *readers, *views]
         for member in receivers:
             member.close()
         self._follower.close()
@@ -255,8 +277,9 @@ class Client(RouteClient):
         """Closed while a switch runs: consumers and readers hand nothing out then."""
         return self._gate
 
-    def retire(self, member: Producer | Consumer | Reader, inner: Any) -> None:
-        """A producer, consumer or reader is closed: close its pulsar counterpart; it no longer moves."""
+    def retire(self, member: Member, inner: Any) -> None:
+        """A producer, consumer, reader or table view is closed: close its pulsar counterpart; it
+        no longer moves."""
         close_quietly(inner)
         with self._lock:
             if member in self._producers:
@@ -265,18 +288,21 @@ class Client(RouteClient):
             self._producers = [p for p in self._producers if p is not member]
             self._consumers = [c for c in self._consumers if c is not member]
             self._readers = [r for r in self._readers if r is not member]
+            self._views = [v for v in self._views if v is not member]
 
-    def subscription_state(self, topic: str, subscription: str) -> SubscriptionState:
-        """The state this client's consumers of ``subscription`` on ``topic`` share."""
+    def subscription_state(self, topic: str | TopicSelection, subscription: str) -> SubscriptionState:
+        """The state this client's consumers of ``subscription`` on ``topic`` (or the same
+        topics) share."""
         from hotstandby.adapters.pulsar.subscription import SubscriptionState
 
+        topics = topic if isinstance(topic, TopicSelection) else TopicSelection.of(topic)
         with self._lock:
-            state = self._subscriptions.get((topic, subscription))
+            state = self._subscriptions.get((topics.key, subscription))
             if state is None:
                 state = SubscriptionState(
-                    self._follower.center, topic, subscription, self.options.client_id, store=self._ledger_store
+                    self._follower.center, topics, subscription, self.options.client_id, store=self._ledger_store
                 )
-                self._subscriptions[(topic, subscription)] = state
+                self._subscriptions[(topics.key, subscription)] = state
             state.users += 1
             return state
 
@@ -285,7 +311,7 @@ class Client(RouteClient):
             state.users -= 1
             if state.users > 0:
                 return
-            self._subscriptions.pop((state.topic, state.subscription), None)
+            self._subscriptions.pop((state.topics.key, state.subscription), None)
             self._retired = ClientCounts(self._retired.resent, self._retired.filtered + state.acks.filtered)
         state.close()
 
@@ -309,9 +335,10 @@ class Client(RouteClient):
 
     # -- the switch protocol (hotstandby.failover.switch_protocol) ---------------------------
 
-    def _members(self) -> tuple[list[Producer], list[Consumer], list[Reader]]:
+    def _members(self) -> tuple[list[Producer], list[Consumer], list[Reader | TableView]]:
+        """Producers, consumers, and the rest (readers and table views)."""
         with self._lock:
-            return list(self._producers), list(self._consumers), list(self._readers)
+            return list(self._producers), list(self._consumers), [*self._readers, *self._views]
 
     @property
     def peer_labels(self) -> Mapping[str, str] | None:
@@ -331,10 +358,10 @@ class Client(RouteClient):
             consumer.store()
 
     def connect(self, plan: SwitchPlan) -> None:
-        producers, consumers, readers = self._members()  # none is made while the gate is closed
+        producers, consumers, others = self._members()  # none is made while the gate is closed
         spec = plan.destination
         self._move = move = _Move(self._connect(spec), spec, producers, consumers, [])
-        members: list[Producer | Consumer | Reader] = [*producers, *consumers, *readers]
+        members: list[Member] = [*producers, *consumers, *others]
         for member in members:
             move.commits.append(member.prepare(move.client, spec, plan.source.name))
 
@@ -367,7 +394,7 @@ class Client(RouteClient):
                  epoch=plan.target.epoch, producers=len(move.producers), consumers=len(move.consumers))  # fmt: skip
 
 
-def _forget(follower: RouteFollower, subscriptions: dict[tuple[str, str], SubscriptionState]) -> None:
+def _forget(follower: RouteFollower, subscriptions: dict[tuple[Hashable, str], SubscriptionState]) -> None:
     """A client dropped without close() was collected: stop following its route and storing its
     subscriptions' acknowledgements (its pulsar.Client goes with it)."""
     log.info("client.collected_unclosed", route=follower.options.route, client=follower.options.client_id)

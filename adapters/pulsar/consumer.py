@@ -30,6 +30,7 @@ never handing a message out again once it was acknowledged.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -41,9 +42,10 @@ from hotstandby.adapters.pulsar.handed import Handed, HandedOut, MessageKey, han
 from hotstandby.adapters.pulsar.listener import MessageListener
 from hotstandby.adapters.pulsar.start_position import start_after_copies
 from hotstandby.adapters.pulsar.subscription import SubscriptionState
+from hotstandby.adapters.pulsar.topics import TopicSelection, subscribe_pattern
 from hotstandby.adapters.pulsar.waits import as_pulsar_waits, deadline_of, slice_ms
 from hotstandby.configcenter.documents import ClusterSpec
-from hotstandby.errors import ConfigCenterUnavailable, ConfigError, ForeignPositionError
+from hotstandby.errors import ConfigCenterUnavailable, ForeignPositionError
 from hotstandby.failover.identity import RecordId
 from hotstandby.logs import Seldom, get_logger
 
@@ -60,15 +62,15 @@ _LISTENER_STOP_S = 5.0  # a listener call in progress when the consumer closes: 
 class Consumer(Acknowledging):
     """Drop-in replacement for :class:`pulsar.Consumer` (see the module doc)."""
 
-    def __init__(self, client: Client, topic: str, subscription_name: str, kwargs: dict[str, Any]) -> None:
-        if not isinstance(topic, str):
-            raise ConfigError("subscribe to one topic (partitioned or not); lists and patterns are not supported")
+    def __init__(self, client: Client, topics: TopicSelection, subscription_name: str, kwargs: dict[str, Any]) -> None:
         self._client = client
-        self._topic = topic
+        self._topics = topics
+        self._topic = topics.name  # one topic: its name, the logical topic of all its messages
+        self._multi = topics.single is None  # a list or a pattern: a message's topic names its logical topic
         self._subscription = subscription_name
         self._kwargs = dict(kwargs)
         listener = self._kwargs.pop("message_listener", None)  # called by the SDK, not by pulsar-client
-        self._state = client.subscription_state(topic, subscription_name)
+        self._state = client.subscription_state(topics, subscription_name)
         self._lock = self._state.lock
         # The client's gate: closed while a switch runs. Read under our lock: the switch takes
         # it after closing the gate (to store), so a message accepted here is stored then.
@@ -77,8 +79,7 @@ class Consumer(Acknowledging):
         self._held: list[pulsar.Message] = []  # received while a switch ran (see _hold)
         self._closed = False
         self._seldom = Seldom(log)  # events that can happen per message
-        partitions = client.inner.get_topic_partitions(topic)
-        client.follower.patiently(lambda: self._state.load(len(partitions)), "subscribing")
+        partitions = self._load(client.inner, patiently=True)
         consumer_type = kwargs.get("consumer_type", pulsar.ConsumerType.Exclusive)
         self._shared = consumer_type in (pulsar.ConsumerType.Shared, pulsar.ConsumerType.KeyShared)
         # pulsar-client refuses a receive with a timeout when its queue holds nothing: such a
@@ -92,7 +93,7 @@ class Consumer(Acknowledging):
         # receives every message in the broker's order: its acknowledged prefix says where to
         # start on the cluster the copies in it came from (see start_position.start_after_copies).
         self._track_origins = consumer_type == pulsar.ConsumerType.Exclusive and len(partitions) == 1
-        self._inner = self._subscribe(client.inner)
+        self._inner = self._subscribe(client.inner, client.spec)
         self._listener = None if listener is None else MessageListener(self, listener, self._receive)
 
     def _single_slot(self, partitions: list[str]) -> tuple[str, int] | None:
@@ -100,11 +101,30 @@ class Consumer(Acknowledging):
         message's topic names its partition)."""
         return (self._topic, 0) if len(partitions) == 1 else None
 
-    def _subscribe(self, client: pulsar.Client, *, initial: pulsar.InitialPosition | None = None) -> pulsar.Consumer:
+    def _load(self, client: pulsar.Client, *, patiently: bool) -> list[str]:
+        """Merge what the subscription's consumers stored (``patiently``: waiting while etcd
+        does not answer); returns one topic's partitions (none for several topics)."""
+        topic = self._topics.single
+        partitions: list[str] = [] if topic is None else client.get_topic_partitions(topic)
+        load = self._state.load_all if topic is None else functools.partial(self._state.load, len(partitions))
+        if patiently:
+            self._client.follower.patiently(load, "subscribing")
+        else:
+            load()
+        return partitions
+
+    def _subscribe(
+        self, client: pulsar.Client, spec: ClusterSpec, *, initial: pulsar.InitialPosition | None = None
+    ) -> pulsar.Consumer:
         kwargs = dict(self._kwargs)
         if initial is not None:
             kwargs["initial_position"] = initial
-        return client.subscribe(self._topic, self._subscription, **kwargs)
+        topics = self._topics
+        if topics.pattern is not None:  # resolved on this cluster
+            center = self._client.follower.center
+            return subscribe_pattern(client, topics.pattern, self._subscription, kwargs, cluster=spec.name,
+                                     registered=lambda: center.registered_topics(spec.name))  # fmt: skip
+        return client.subscribe(topics.single or list(topics.listed), self._subscription, **kwargs)
 
     # -- receiving --------------------------------------------------------------------------
 
@@ -116,7 +136,9 @@ class Consumer(Acknowledging):
         return filtered
 
     def topic(self) -> str:
-        return self._topic
+        """The topic given; of a list or a pattern, pulsar-client's name for its consumer on the
+        cluster in use."""
+        return self._topic if not self._multi else str(self._inner.topic())
 
     def subscription_name(self) -> str:
         return self._subscription
@@ -249,6 +271,7 @@ class Consumer(Acknowledging):
         if handed and key in handed and not self._handed_again(key, rid, msg):
             return None
         slot = self._slot or (str(msg.topic_name()), 0)
+        logical = self._topic if not self._multi else self._topics.logical(slot[0])
         positions = self._state.positions
         position = positions.get(slot, 0)
         positions[slot] = position + 1
@@ -259,7 +282,7 @@ class Consumer(Acknowledging):
                 origin = (properties.get(REPLICATED_FROM), source_position, rid)
         acks = self._state.acks
         # Pulsar positions are the receive order; a publish time is not needed (0).
-        if not acks.offer(self._topic, slot, position, rid, 0, origin):
+        if not acks.offer(logical, slot, position, rid, 0, origin):
             acks.acknowledge(slot, position)
             self._state.after_store(self._inner, msg, slot=slot if self._cumulative else None, position=position)
             return None
@@ -355,14 +378,13 @@ class Consumer(Acknowledging):
     def prepare(self, client: pulsar.Client, spec: ClusterSpec, source: str) -> Callable[[], None]:
         """Subscribe on the new cluster; the returned step puts it in place (the client resets
         the shared state first, once)."""
-        partitions = client.get_topic_partitions(self._topic)
-        self._state.load(len(partitions))  # what other processes stored
-        new = self._subscribe(client, initial=pulsar.InitialPosition.Earliest)
+        partitions = self._load(client, patiently=False)  # what other processes stored
+        new = self._subscribe(client, spec, initial=pulsar.InitialPosition.Earliest)
         if self._track_origins:
             origin = next(iter(self._state.acks.last_acked_origin.values()), None)
             new = start_after_copies(client, new, spec, topic=self._topic, origin=origin,
                                      route=self._client.follower.route,
-                                     resubscribe=lambda: self._subscribe(client))  # fmt: skip
+                                     resubscribe=lambda: self._subscribe(client, spec))  # fmt: skip
 
         def commit() -> None:
             with self._lock:

@@ -1,6 +1,7 @@
-"""``message_listener=`` for the Pulsar ``Consumer``: the SDK receives (so that the ledger
-filter and switches apply) and calls the listener, on a thread of the consumer's own, as
-pulsar-client calls it on its listener threads."""
+"""``message_listener=`` for the Pulsar ``Consumer`` and ``reader_listener=`` for the ``Reader``:
+the SDK receives (so that the ledger filter, a reader's skipping and switches apply) and calls
+the listener, on a thread of the consumer's (reader's) own, as pulsar-client calls it on its
+listener threads."""
 
 from __future__ import annotations
 
@@ -15,26 +16,34 @@ from hotstandby.logs import Seldom, get_logger
 
 __all__ = ["MessageListener"]
 
-log = get_logger("hotstandby.pulsar.consumer")
+_LOGS = {"consumer": get_logger("hotstandby.pulsar.consumer"), "reader": get_logger("hotstandby.pulsar.reader")}
 
 
 class MessageListener:
-    """Hands each message ``receive`` returns to ``listener(consumer, message)``, one at a time,
-    until :meth:`stop`; :meth:`pause` and :meth:`resume` as pulsar-client's
-    ``pause_message_listener`` / ``resume_message_listener``. An exception the listener raises
-    is logged (``consumer.listener_failed``); the message stays unacknowledged."""
+    """Hands each message ``receive`` returns to ``listener(owner, message)``, one at a time,
+    until :meth:`stop` (or ``receive`` raises ``AlreadyClosed``); :meth:`pause` and
+    :meth:`resume` as pulsar-client's ``pause_message_listener`` / ``resume_message_listener``.
+    An exception the listener raises is logged (``consumer.listener_failed``, or
+    ``reader.listener_failed`` for ``role="reader"``); a consumer's message stays
+    unacknowledged."""
 
     def __init__(
-        self, consumer: Any, listener: Callable[[Any, pulsar.Message], None], receive: Callable[[int], pulsar.Message]
+        self,
+        owner: Any,
+        listener: Callable[[Any, pulsar.Message], None],
+        receive: Callable[[int], pulsar.Message],
+        *,
+        role: str = "consumer",
     ) -> None:
-        self._consumer = consumer
+        self._owner = owner
         self._listener = listener
         self._receive = receive
+        self._event = f"{role}.listener_failed"
         self._resumed = threading.Event()
         self._resumed.set()
         self._stopped = threading.Event()
-        self._seldom = Seldom(log)
-        self._thread = threading.Thread(target=self._run, daemon=True, name="hotstandby-listener")
+        self._seldom = Seldom(_LOGS[role])
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"hotstandby-{role}-listener")
         self._thread.start()
 
     def _run(self) -> None:
@@ -48,9 +57,9 @@ class MessageListener:
             except pulsar.AlreadyClosed:
                 return
             try:
-                self._listener(self._consumer, msg)
+                self._listener(self._owner, msg)
             except Exception as exc:  # the application's code: logged, the listener goes on
-                self._seldom.warning("consumer.listener_failed", error=repr(exc))
+                self._seldom.warning(self._event, error=repr(exc))
 
     def pause(self) -> None:
         self._resumed.clear()

@@ -5,6 +5,11 @@ only. The reader therefore remembers the identities of the messages it returned 
 a ledger per partition); after a switch it reads the new cluster from the earliest message
 and skips what it returned already — nothing is skipped that it did not return, nothing is
 returned twice. Messages without an identity (not written by the SDK) are returned again.
+
+With ``reader_listener=``, the SDK reads (so the same holds) and calls
+``listener(reader, message)`` on a thread of the reader's own
+(:class:`~hotstandby.adapters.pulsar.listener.MessageListener`); ``read_next`` then raises
+``InvalidConfiguration``, as in pulsar-client.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ import pulsar
 
 from hotstandby.adapters.pulsar.adapter import identity_of
 from hotstandby.adapters.pulsar.handed import hand_out, stored_at
+from hotstandby.adapters.pulsar.listener import MessageListener
 from hotstandby.adapters.pulsar.waits import as_pulsar_waits, slices_ms
 from hotstandby.configcenter.documents import ClusterSpec
-from hotstandby.errors import ConfigError
 from hotstandby.failover.ledger.ledger import PartitionLedger
 
 if TYPE_CHECKING:
@@ -28,29 +33,34 @@ if TYPE_CHECKING:
 
 __all__ = ["Reader"]
 
+_LISTENER_STOP_S = 5.0  # a listener call in progress when the reader closes: how long close waits
+
 
 class Reader:
     """Drop-in replacement for :class:`pulsar.Reader` (see the module doc)."""
 
     def __init__(self, client: Client, topic: str, start_message_id: pulsar.MessageId, kwargs: dict[str, Any]) -> None:
-        if "reader_listener" in kwargs:
-            raise ConfigError("reader_listener is not supported: use read_next()")
         self._client = client
         self._topic = topic
         self._kwargs = dict(kwargs)
+        listener = self._kwargs.pop("reader_listener", None)  # called by the SDK, not by pulsar-client
         self._lock = threading.RLock()
         self._gate = client.gate  # closed while the client switches (read under our lock)
         self._returned: dict[int, PartitionLedger] = {}  # identities returned, per partition
         self._closed = False
         self.skipped = 0
         self._inner = client.inner.create_reader(topic, start_message_id, **self._kwargs)
+        self._listener = None if listener is None else MessageListener(self, listener, self._read_next, role="reader")
 
     def topic(self) -> str:
         return self._topic
 
     def read_next(self, timeout_millis: int | None = None) -> pulsar.Message:
         """As :meth:`pulsar.Reader.read_next`; raises ``pulsar.Timeout`` after ``timeout_millis``,
-        ``pulsar.Interrupted`` when a signal handler raises (Ctrl-C) while it waits."""
+        ``pulsar.Interrupted`` when a signal handler raises (Ctrl-C) while it waits. A reader with
+        a ``reader_listener`` refuses, as with pulsar-client (``InvalidConfiguration``)."""
+        if self._listener is not None:
+            raise pulsar.InvalidConfiguration("Pulsar error: InvalidConfiguration")
         return as_pulsar_waits(lambda: self._read_next(timeout_millis), timeout_millis)
 
     def _read_next(self, timeout_millis: int | None) -> pulsar.Message:
@@ -98,8 +108,14 @@ class Reader:
         """The client shuts down: closed at once."""
         with self._lock:
             self._closed = True
+        if self._listener is not None:
+            self._listener.stop(0)
 
     def close(self) -> None:
+        """Closes; a reader listener is called no more once it returns (unless it is the
+        listener that closes)."""
+        if self._listener is not None:
+            self._listener.stop(_LISTENER_STOP_S)
         with self._lock:
             self._closed = True
             inner = self._inner

@@ -16,6 +16,7 @@ import time
 
 import pulsar
 
+from hotstandby.adapters.pulsar.topics import TopicSelection
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterError
 from hotstandby.failover.ack_tracker import AckTracker, Slot
@@ -42,13 +43,21 @@ def now_ms() -> int:
 
 
 class SubscriptionState:
-    """Shared by the consumers of ``subscription`` on ``topic`` of one client; the consumers
-    hold :attr:`lock` while they use :attr:`acks`."""
+    """Shared by the consumers of ``subscription`` on ``topic`` (a topic, or a
+    :class:`TopicSelection` of several) of one client; the consumers hold :attr:`lock` while
+    they use :attr:`acks`."""
 
     def __init__(
-        self, center: ConfigCenter, topic: str, subscription: str, owner: str, *, store: LedgerStore | None = None
+        self,
+        center: ConfigCenter,
+        topic: str | TopicSelection,
+        subscription: str,
+        owner: str,
+        *,
+        store: LedgerStore | None = None,
     ) -> None:
-        self.topic = topic
+        self.topics = topic if isinstance(topic, TopicSelection) else TopicSelection.of(topic)
+        self.topic = self.topics.name
         self.subscription = subscription
         self._owner = owner
         self.lock = threading.RLock()
@@ -109,8 +118,14 @@ class SubscriptionState:
             with self.lock:
                 self.acks.merge((self.topic, partition), ledger)
 
+    def load_all(self) -> None:
+        """Merge the stored ledgers of every topic the selection covers (several topics, or a
+        pattern's, which are not known in advance: one read of the subscription's ledgers)."""
+        for (topic, partition), doc in self._store.load_group(self.subscription).items():
+            self._merge_stored(topic, partition, doc.ledger)
+
     def _merge_stored(self, topic: str, partition: int, ledger: PartitionLedger) -> None:
-        if topic == self.topic:
+        if self.topics.covers(topic):
             with self.lock:
                 self.acks.merge((topic, partition), ledger)
 

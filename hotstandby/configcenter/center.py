@@ -365,7 +365,8 @@ class ConfigCenter:
         return current
 
     def register_topic(self, cluster: str, topic: str) -> None:
-        """Note that ``topic`` exists on ``cluster``, for replicators that cannot list topics."""
+        """Note that ``topic`` exists on ``cluster``, for replicators and pattern consumers
+        (Pulsar) of brokers that cannot list their topics."""
         self.cluster(cluster)  # refuse unknown clusters
         self.store.put(self.keys.topic(cluster, topic), b"{}")
 

@@ -16,7 +16,8 @@
     <ns>/clients/<route>/<client-id>           client presence (under a lease)
     <ns>/replication/<flow>/<topic>            a Pulsar replicator's progress (last copied message id)
     <ns>/topics/<cluster>/<topic>              topics known to exist on a cluster (for
-                                               replicators of brokers that cannot list them)
+                                               replicators and pattern consumers of
+                                               brokers that cannot list them)
 
 Segments that may contain ``/`` (Pulsar topics are URLs) are percent-encoded.
 """
@@ -85,8 +86,19 @@ class Keys:
     def link(self, source: str, target: str) -> str:
         return f"{self.links}{_seg(source)}/{_seg(target)}"
 
+    def group_ledgers(self, group: str) -> str:
+        """``<ns>/ledgers/<group>/``: the prefix of every ledger of one group."""
+        return f"{self.ledgers}{_seg(group)}/"
+
     def ledger(self, group: str, topic: str, partition: int) -> str:
-        return f"{self.ledgers}{_seg(group)}/{_seg(topic)}/{int(partition)}"
+        return f"{self.group_ledgers(group)}{_seg(topic)}/{int(partition)}"
+
+    def ledger_of(self, group: str, key: str) -> tuple[str, int]:
+        """``(topic, partition)`` of one of ``group``'s ledger keys; ``ValueError`` for another key."""
+        parts = self.tail(key, self.group_ledgers(group))
+        if len(parts) != 2 or not parts[0]:
+            raise ValueError(f"{key!r} names no ledger of group {group!r}")
+        return parts[0], int(parts[1])
 
     def staged(self, group: str, batch: str) -> str:
         """``<ns>/staged/<group>/<batch>/``: what the tasks of one batch staged."""

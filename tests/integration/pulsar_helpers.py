@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import pulsar
+
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.refcluster import RefCluster
 
 
 def take(consumer: object, count: int, timeout: float = 60.0) -> list[pulsar.Message]:
@@ -47,3 +51,17 @@ def acknowledge_until(consumer: Any, wanted: set[str], timeout: float = 90.0) ->
         got.append(msg.data().decode())
         consumer.acknowledge(msg)
     return got
+
+
+def quiet() -> pulsar.ConsoleLogger:
+    """pulsar-client's log: errors only."""
+    return pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
+
+
+def replicated(refcluster: RefCluster, *topics: str) -> None:
+    """The reference replicators copy ``topics`` both ways (they read the topics registered in
+    the reference cluster's own namespace)."""
+    with ConfigCenter.open(replace(refcluster.settings())) as center:
+        for cluster in ("pulsar-a", "pulsar-b"):
+            for topic in topics:
+                center.register_topic(cluster, topic)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import re
 import signal
 import threading
 import uuid
@@ -17,6 +18,7 @@ import pytest
 
 from hotstandby.adapters.pulsar import Client
 from hotstandby.adapters.pulsar.adapter import identity_of
+from hotstandby.adapters.pulsar.reader import Reader
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigError, ForeignPositionError
 from hotstandby.failover.identity import HEADER
@@ -208,14 +210,119 @@ def test_shutdown_stops_at_once_and_then_refuses_as_pulsar_client(clients: dict[
     assert seen["hotstandby"][0] == "AlreadyClosed"
 
 
-def test_refused_arguments_and_table_views(sdk: Client) -> None:
+def test_refused_arguments(sdk: Client) -> None:
     topic = fresh_topic()
     with pytest.raises(ConfigError, match="message_router"):
         sdk.create_producer(topic, message_routing_mode=pulsar.PartitionsRoutingMode.CustomPartition)
-    with pytest.raises(ConfigError, match="table view"):
-        sdk.create_table_view(topic)
     producer = sdk.create_producer(topic, message_routing_mode=pulsar.PartitionsRoutingMode.UseSinglePartition)
     assert producer.send(b"m") is not None
+
+
+def test_a_consumer_of_a_list_of_topics_as_in_pulsar_client(clients: dict[str, Any]) -> None:
+    seen = {}
+    for name, client in clients.items():
+        first, second = fresh_topic(), fresh_topic()
+        consumer = client.subscribe([first, second], "s", initial_position=EARLIEST)
+        for topic in (first, second):
+            client.create_producer(topic).send(topic.encode(), properties={"p": "1"})
+        got = take(consumer, 2)
+        for m in got:
+            consumer.acknowledge_cumulative(m)  # per topic, as pulsar-client's multi-topic consumer
+        seen[name] = (sorted((m.topic_name() == m.data().decode(), m.properties()["p"]) for m in got),
+                      outcome(consumer.get_last_message_id, pulsar.PulsarException),
+                      outcome(lambda c=client: c.subscribe(("t",), "s")))  # fmt: skip
+        consumer.close()
+    assert seen["hotstandby"] == seen["pulsar-client"]
+    topics, last_id, not_a_topic = seen["hotstandby"]
+    assert (topics, not_a_topic) == ([(True, "1"), (True, "1")], "ValueError")
+    assert last_id != "ok", "pulsar-client has no last message id of several topics"
+
+
+def test_a_pattern_the_broker_cannot_resolve_fails_as_in_pulsar_client(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """The reference broker answers no GetTopicsOfNamespace: without topics registered for the
+    cluster in the config center, the facade asks the broker, as pulsar-client does."""
+    sdk = Client(ROUTE, etcd=f"127.0.0.1:{refcluster.ports.etcd}", namespace=namespace,
+                 operation_timeout_seconds=2, logger=quiet())  # fmt: skip
+    raw = pulsar.Client(sdk.spec.url, operation_timeout_seconds=2, logger=quiet())
+    try:
+        pattern = re.compile(f"persistent://public/default/{uuid.uuid4().hex[:8]}-.*")
+        seen = {name: outcome(lambda c=c: c.subscribe(pattern, "s")) for name, c in (("raw", raw), ("sdk", sdk))}
+    finally:
+        sdk.close()
+        raw.close()
+    assert seen == {"raw": "LookupError", "sdk": "LookupError"}
+
+
+def test_a_reader_listener_is_called_as_in_pulsar_client(clients: dict[str, Any]) -> None:
+    """Each message once, and ``read_next`` refused. pulsar-client 3.13 hands the listener a
+    ``pulsar.Consumer`` (its reader's inside); the facade hands it the reader, as pulsar-client
+    documents."""
+    seen, owners = {}, {}
+    for name, client in clients.items():
+        topic = fresh_topic()
+        got: list[tuple[bytes, dict[str, str]]] = []
+
+        def listener(owner: Any, msg: pulsar.Message, got: list[Any] = got, name: str = name) -> None:
+            owners[name] = owner
+            got.append((msg.data(), msg.properties()))
+
+        reader = client.create_reader(topic, pulsar.MessageId.earliest, reader_listener=listener)
+        producer = client.create_producer(topic)
+        for i in range(3):
+            producer.send(f"m{i}".encode(), properties={"i": str(i)})
+        wait_for(lambda got=got: len(got) == 3, 10, f"{name}: the listener to get 3 messages")
+        seen[name] = (got, outcome(lambda r=reader: r.read_next(100)))
+        reader.close()
+    assert seen["hotstandby"] == seen["pulsar-client"]
+    assert seen["hotstandby"] == ([(f"m{i}".encode(), {"i": str(i)}) for i in range(3)], "InvalidConfiguration")
+    assert isinstance(owners["pulsar-client"], pulsar.Consumer)
+    assert isinstance(owners["hotstandby"], Reader)
+
+
+def test_a_table_view_as_in_pulsar_client(clients: dict[str, Any]) -> None:
+    seen = {}
+    for name, client in clients.items():
+        topic = fresh_topic()
+        producer = client.create_producer(topic, schema=pulsar.schema.StringSchema())
+        for key, value in (("a", "1"), ("b", "1"), ("a", "2"), ("c", "1"), ("c", ""), ("", "no key")):
+            producer.send(value, partition_key=key or None)
+        view = client.create_table_view(topic, schema=pulsar.schema.StringSchema())
+        entries: dict[str, str] = {}
+        view.for_each(entries.__setitem__)
+        heard: list[tuple[str, str]] = []
+        view.for_each_and_listen(lambda k, v, heard=heard: heard.append((k, v)))
+        producer.send("3", partition_key="b")
+        producer.send("", partition_key="a")
+        wait_for(lambda heard=heard: len(heard) == 4, 10, f"{name}: the listener to hear of 2 updates")
+        heard[:2] = sorted(heard[:2])  # the entries first, in the map's order
+        seen[name] = (entries, heard, len(view), view.get("b"), view.get("a"), str(view))
+        view.close()
+        seen[name] += (view.get("b"),)  # closed: the map stays readable
+    assert seen["hotstandby"][:-2] == seen["pulsar-client"][:-2]
+    assert seen["hotstandby"][-1] == seen["pulsar-client"][-1]
+    assert seen["hotstandby"][:5] == ({"a": "2", "b": "1"}, [("a", "2"), ("b", "1"), ("b", "3"), ("a", "")], 1, "3",
+                                      None)  # fmt: skip
+
+
+def test_chunking_arguments_reach_pulsar_client(clients: dict[str, Any]) -> None:
+    """10 MiB is more than a broker takes in one message (5 MiB): refused without chunking,
+    sent in chunks with it — by pulsar-client and through the facade alike. Read from storage:
+    a consumer that waits for it live may never get it from the reference broker
+    (docs/refcluster.md)."""
+    payload = bytes(range(256)) * (10 * 1024 * 1024 // 256)
+    seen = {}
+    for name, client in clients.items():
+        topic = fresh_topic()
+        whole = client.create_producer(topic, batching_enabled=False)
+        chunked = client.create_producer(topic, chunking_enabled=True, batching_enabled=False)
+        seen[name] = [outcome(lambda p=whole: p.send(payload)), outcome(lambda p=chunked: p.send(payload))]
+        consumer = client.subscribe(topic, "s", initial_position=EARLIEST)
+        msg = take(consumer, 1)[0]
+        seen[name] += [msg.data() == payload, ";" in str(msg.message_id())]  # a chunked message's id names two
+        consumer.acknowledge(msg)
+    assert seen["hotstandby"] == seen["pulsar-client"] == ["MessageTooBig", "ok", True, True]
 
 
 def test_seeking_to_a_message_of_the_cluster_left_raises(sdk: Client, center: ConfigCenter) -> None:

@@ -114,11 +114,3 @@ def test_a_schema_producer_and_consumer_work_as_with_pulsar_client(client: Clien
         producer.send(b"bytes are not a string")  # refused by the schema, as by pulsar-client
     for m in got:
         consumer.acknowledge(m)
-
-
-def test_a_pattern_or_a_list_subscription_is_refused_naming_the_limitation(client: Client, topic: str) -> None:
-    import re
-
-    for topics in (re.compile(r"persistent://public/default/sync-.*"), [topic, f"{topic}-2"]):
-        with pytest.raises(ValueError, match="lists and patterns are not supported"):
-            client.subscribe(topics, "s")  # type: ignore[arg-type]

@@ -83,6 +83,7 @@ def consumer() -> Iterator[Consumer]:
     state = SubscriptionState(ConfigCenter(MemoryStore(), "/t"), TOPIC, "s", "me")
     made = Consumer.__new__(Consumer)  # the receiving logic alone, without a client
     made._state, made._lock, made._topic = state, state.lock, TOPIC
+    made._topics, made._multi = state.topics, False
     made._out, made._inner, made._track_origins = HandedOut(), _Broker(), False
     made._held, made._slot, made._cumulative = [], None, False
     made._gate, made._closed = SwitchGate(threading.RLock()), False  # the client's gate, on the client's lock

@@ -1,6 +1,6 @@
-"""The Pulsar facades have pulsar-client's public attributes; every difference is listed, with
-its reason, in docs/pulsar-api.md (the one place that says so), and every method of
-pulsar-client is described there."""
+"""The Pulsar facades (client, producer, consumer, reader, table view) have pulsar-client's
+public attributes; every difference is listed, with its reason, in docs/pulsar-api.md (the one
+place that says so), and every method of pulsar-client is described there."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ from hotstandby.adapters.pulsar.client import Client
 from hotstandby.adapters.pulsar.consumer import Consumer
 from hotstandby.adapters.pulsar.producer import Producer
 from hotstandby.adapters.pulsar.reader import Reader
+from hotstandby.adapters.pulsar.table_view import TableView
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "pulsar-api.md"
 PAIRS = {"Client": (pulsar.Client, Client), "Producer": (pulsar.Producer, Producer),
-         "Consumer": (pulsar.Consumer, Consumer), "Reader": (pulsar.Reader, Reader)}  # fmt: skip
+         "Consumer": (pulsar.Consumer, Consumer), "Reader": (pulsar.Reader, Reader),
+         "TableView": (pulsar.tableview.TableView, TableView)}  # fmt: skip
 
 
 def public(cls: type) -> set[str]:

@@ -48,7 +48,7 @@ def _reader(client: _Client, inner: _Inner) -> Reader:
     made = Reader.__new__(Reader)  # the reading logic alone, without a broker
     made._client, made._topic, made._kwargs = cast(Any, client), TOPIC, {}
     made._lock, made._gate, made._returned = threading.RLock(), client.gate, {}
-    made._closed, made.skipped, made._inner = False, 0, inner
+    made._closed, made.skipped, made._inner, made._listener = False, 0, inner, None
     return made
 
 

@@ -18,6 +18,11 @@ Each copy carries, besides the source's properties:
 * ``hs.repl.partition``, the source partition, which routes the copy to the same partition;
 * ``hs.replicated.from`` = the source cluster: copies are never replicated again (Pulsar marks
   replicated messages with ``replicated_from``, which clients cannot set).
+
+Messages are copied in batches; one of more than :data:`CHUNK_ABOVE` bytes (a chunked message,
+which a reader returns whole) is copied by a producer that chunks what is too big for the
+target broker, as Pulsar's geo-replication copies a chunked message chunk by chunk. The two
+producers of a topic take turns in the source's order: each is flushed before the other sends.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ from hotstandby.logs import get_logger
 from hotstandby.refcluster.flow_status import FlowStatus
 from hotstandby.settings import Settings
 
-__all__ = ["BATCH_INDEX", "MARKER", "PARTITION", "REPL_SOURCE_POSITION", "PulsarFlow", "base_topic"]
+__all__ = ["BATCH_INDEX", "CHUNK_ABOVE", "MARKER", "PARTITION", "REPL_SOURCE_POSITION", "PulsarFlow", "base_topic"]
 
 log = get_logger("hotstandby.replicator")
 
@@ -73,6 +78,9 @@ _BATCH = 500
 _TIMEOUT_S = 30
 _STATUS_EVERY = 1.0
 _MAX_BACKOFF = 5.0
+#: Messages larger than this (bytes) are copied by a chunking producer; a broker takes 5 MiB
+#: in one message by default, less the batch's and the properties' overhead.
+CHUNK_ABOVE = 1024 * 1024
 
 
 class ReplicationError(RuntimeError):
@@ -106,7 +114,7 @@ class PulsarFlow:
         self._readers = SourceReaders(
             config.name, self._open_reader, on_failure=lambda part, exc: self.status.error(f"{part}: {exc}")
         )
-        self._producers: dict[str, pulsar.Producer] = {}
+        self._producers: dict[tuple[str, bool], pulsar.Producer] = {}  # (topic, chunking) -> producer
         self._progress: dict[str, bytes] = {}  # partition topic -> serialized last copied message id
         self.topics: list[str] = []
         self.status = FlowStatus(flow=config.name, system="pulsar", policy="identity")
@@ -168,26 +176,28 @@ class PulsarFlow:
             )
         self.status.topics_refreshed_at = time.time()
 
-    def _producer(self, topic: str) -> pulsar.Producer:
-        producer = self._producers.get(topic)
+    def _producer(self, topic: str, *, chunking: bool) -> pulsar.Producer:
+        """The topic's batching producer, or its chunking one (pulsar-client does not do both)."""
+        producer = self._producers.get((topic, chunking))
         if producer is None:
             partitioned = self._source.get_topic_partitions(topic) != [topic]
+            mode = {"chunking_enabled": True} if chunking else {"batching_max_publish_delay_ms": 1}
             producer = self._target.create_producer(
                 topic,
-                batching_enabled=True,
-                batching_max_publish_delay_ms=1,
+                batching_enabled=not chunking,
                 block_if_queue_full=True,
                 send_timeout_millis=_TIMEOUT_S * 1000,
                 message_router=_route_by_property if partitioned else None,
+                **mode,
             )
-            self._producers[topic] = producer
+            self._producers[(topic, chunking)] = producer
         return producer
 
     # -- copying --------------------------------------------------------------------------
 
     def _copy(self, batch: list[tuple[str, pulsar.Message]]) -> None:
         results: list[Any] = []
-        used: set[str] = set()
+        used: set[tuple[str, bool]] = set()
 
         def done(topic: str) -> Callable[[Any, Any], None]:
             def callback(result: Any, _msg_id: Any) -> None:
@@ -197,6 +207,7 @@ class PulsarFlow:
 
         copied, skipped = 0, 0
         last: dict[str, pulsar.MessageId] = {}
+        chunking_now: dict[str, bool] = {}  # per topic, which of its producers sent last
         for part, msg in batch:
             last[part] = msg.message_id()
             props = dict(msg.properties())
@@ -211,20 +222,25 @@ class PulsarFlow:
                 props[BATCH_INDEX] = str(mid.batch_index())
             if mid.partition() >= 0:
                 props[PARTITION] = str(mid.partition())
-            self._producer(topic).send_async(
-                msg.data(),
+            data = msg.data()
+            chunking = len(data) > CHUNK_ABOVE
+            if chunking_now.setdefault(topic, chunking) != chunking:
+                self._producers[(topic, not chunking)].flush()  # what it sent comes first
+                chunking_now[topic] = chunking
+            self._producer(topic, chunking=chunking).send_async(
+                data,
                 done(topic),
                 properties=props,
                 partition_key=msg.partition_key() or None,
                 ordering_key=msg.ordering_key() or None,
                 event_timestamp=msg.event_timestamp() or None,
             )
-            used.add(topic)
+            used.add((topic, chunking))
             copied += 1
             entry = self.status.topics.setdefault(topic, {"copied": 0})
             entry["copied"] += 1
-        for topic in used:
-            self._producers[topic].flush()
+        for key in used:
+            self._producers[key].flush()
         failed = [(t, r) for t, r in results if r != pulsar.Result.Ok]
         if failed or len(results) != copied:
             raise ReplicationError(

@@ -10,7 +10,6 @@ milliseconds, and it skips the records instead of delivering them again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from urllib.parse import unquote
 
 from hotstandby.configcenter import ConfigCenter, Event, KeyValue
 from hotstandby.configcenter.prefix_watch import PrefixWatch
@@ -35,7 +34,8 @@ class LedgerFollower:
         self, center: ConfigCenter, group: str, on_ledger: OnLedger, *, name: str = "ledgers", retry_s: float = 2.0
     ) -> None:
         self._center = center
-        self._prefix = center.keys.ledger(group, "", 0).rsplit("/", 2)[0] + "/"
+        self._group = group
+        self._prefix = center.keys.group_ledgers(group)
         self._on_ledger = on_ledger
         self._name = name
         self._retry_s = retry_s  # at most this long between attempts while the store does not answer
@@ -60,8 +60,8 @@ class LedgerFollower:
 
     def _apply(self, key: str, value: bytes) -> None:
         try:
-            topic, partition = key[len(self._prefix) :].rsplit("/", 1)
+            topic, partition = self._center.keys.ledger_of(self._group, key)
             doc = LedgerDocument.from_json(value, key)
-            self._on_ledger(unquote(topic), int(partition), doc.ledger)
+            self._on_ledger(topic, partition, doc.ledger)
         except (ValueError, FormatError) as exc:
             log.warning("ledger.unreadable", key=key, error=str(exc))

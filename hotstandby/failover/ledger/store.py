@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.configcenter.versioned import Versioned, read_versioned, update_versioned
+from hotstandby.configcenter.versioned import Versioned, read_prefix, read_versioned, update_versioned
 from hotstandby.errors import FencedError, ValidationError
 from hotstandby.failover.ledger.ledger import LedgerDocument, PartitionLedger
 from hotstandby.logs import get_logger
@@ -68,6 +68,18 @@ class LedgerStore:
     def load(self, group: str, topic: str, partition: int) -> LedgerDocument:
         """The stored ledger (empty, generation -1, if there is none or it is unreadable)."""
         return self._read(self.key(group, topic, partition))
+
+    def load_group(self, group: str) -> dict[tuple[str, int], LedgerDocument]:
+        """Every stored ledger of ``group`` by (topic, partition), in one read (a key that names
+        no ledger, or an unreadable ledger, is logged and left out)."""
+        found = {}
+        for stored in read_prefix(self._center, self._center.keys.group_ledgers(group)):
+            try:
+                topic, partition = self._center.keys.ledger_of(group, stored.key)
+                found[(topic, partition)] = LedgerDocument.from_json(stored.value or b"", stored.key)
+            except (ValueError, ValidationError) as exc:
+                log.error("ledger.rejected", key=stored.key, revision=stored.revision, reason=str(exc))
+        return found
 
     def _read(self, key: str) -> LedgerDocument:
         return self._parse(read_versioned(self._center, key))
