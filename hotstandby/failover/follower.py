@@ -80,8 +80,9 @@ class RouteFollower:
         try:
             # The process's route watcher (its first client starts it) holds every route read
             # and checked: a client that joins a running one only reads its cluster.
+            # One read per attempt: patiently() retries, on the follower's clock.
             self._watcher: RouteWatcher = self.patiently(
-                lambda: self._shared.watch(self._on_change, timeout=1.0), "starting the route watch"
+                lambda: self._shared.watch(self._on_change, timeout=0.0), "starting the route watch"
             )
             self.initial_route: Route = self._watcher.current(options.route) or self.patiently(
                 lambda: self.center.route(options.route), "reading the route"
