@@ -13,8 +13,9 @@
   logical partitions on the new cluster starts at its translated position (``start_positions``:
   committed, MM2 checkpoints and offset syncs, timestamps) — never after the first record the
   group has not acknowledged. An offset set on the old cluster names a record there only, so
-  it is not carried over as a number: records skipped there by a seek forward and never
-  acknowledged are read on the new cluster.
+  it is not carried over as a number: a commit after a seek forward covers the records
+  skipped (as in Kafka), and the translation starts after them; records skipped by a seek
+  forward that no commit covered yet are read on the new cluster.
 * ``seek`` sets the next record of an assigned partition. The records it goes back over that
   were handed out and not acknowledged are handed out again; those the group acknowledged
   (on any cluster) are not — the ack ledger filters them, as everywhere.
