@@ -5,14 +5,6 @@ A topic the source cannot serve (after a broker crash pulsar-lite may answer eve
 every other topic: a reader whose read fails is closed and set aside with its own backoff,
 then opened again from where the flow's progress says. What it had read before failing is
 copied as usual; what it had not read is read again by its successor.
-
-A reader that skips entries is opened again the same way, at once: pulsar-lite dispatches a
-large entry twice to a reader that reads live, and pulsar-client then drops the chunked
-message it belongs to without a word (docs/refcluster.md). Entries of one ledger follow each
-other, so a message whose first entry is not the one after the last entry read says that
-something was skipped; the reader opened again reads it from storage. The first message a
-reader returns is not checked (a broker may hold entries no client is given), so a reader
-is never opened again twice for one gap.
 """
 
 from __future__ import annotations
@@ -24,7 +16,6 @@ from typing import Protocol
 
 import pulsar
 
-from hotstandby.adapters.pulsar.message_ids import entries_of
 from hotstandby.logs import get_logger
 
 __all__ = ["SourceReaders"]
@@ -60,8 +51,6 @@ class SourceReaders:
         self._readers: dict[str, _Reader | None] = {}  # None: set aside, reopened at _retry_at
         self._retry_at: dict[str, float] = {}
         self._backoff: dict[str, float] = {}
-        self._last: dict[str, tuple[int, int]] = {}  # per part, (ledger, entry) of the last message read
-        self.rereads = 0
 
     def add(self, part: str) -> None:
         """Start reading ``part`` (a failure to open sets it aside like a failed read)."""
@@ -88,11 +77,7 @@ class SourceReaders:
                     continue
             try:
                 while len(batch) < limit and reader.has_message_available():
-                    msg = reader.read_next(timeout_ms)
-                    if self._skipped(part, msg):
-                        self._read_again(part, reader)
-                        break
-                    batch.append((part, msg))
+                    batch.append((part, reader.read_next(timeout_ms)))
             except pulsar.PulsarException as exc:
                 self._set_aside(part, reader, exc)
                 continue
@@ -121,25 +106,7 @@ class SourceReaders:
                 log.warning("replicator.close_failed", flow=self._flow, topic=part, error=str(exc))
         self._readers.clear()
 
-    def _skipped(self, part: str, msg: pulsar.Message) -> bool:
-        """Whether entries were skipped before ``msg`` (see the module doc)."""
-        ledger, first, last = entries_of(msg.message_id())
-        previous = self._last.get(part)
-        self._last[part] = (ledger, last)
-        return previous is not None and previous[0] == ledger and first > previous[1] + 1
-
-    def _read_again(self, part: str, reader: _Reader) -> None:
-        """Open ``part`` again in the next round, from the flow's progress (what this round
-        copies included)."""
-        with contextlib.suppress(pulsar.PulsarException):
-            reader.close()
-        self._readers[part] = None
-        self._retry_at[part] = self._clock()
-        self.rereads += 1
-        log.info("replicator.entries_skipped", flow=self._flow, topic=part, rereads=self.rereads)
-
     def _reopen(self, part: str) -> _Reader | None:
-        self._last.pop(part, None)  # a new reader's first message is not checked
         try:
             reader = self._open(part)
         except pulsar.PulsarException as exc:
