@@ -8,11 +8,25 @@ import pytest
 from hotstandby import logs
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--brokers",
+        choices=("lite", "apache"),
+        default="lite",
+        help="the reference cluster the integration tests start: lite (look-alike brokers, default) or apache "
+        "(Apache Kafka with MirrorMaker 2, Apache Pulsar with geo-replication); the real-broker tier is "
+        "`pytest --brokers apache -m apache`",
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     integration_dir = pathlib.Path(__file__).parent / "integration"
+    apache = config.getoption("--brokers") == "apache"
     for item in items:
         if integration_dir in pathlib.Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.integration)
+        if apache and item.get_closest_marker("lite_only"):
+            item.add_marker(pytest.mark.skip(reason="shows a behaviour of the lite reference cluster"))
 
 
 @pytest.fixture(autouse=True)

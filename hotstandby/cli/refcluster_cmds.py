@@ -11,9 +11,8 @@ from hotstandby.cli.output import emit, table
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterError
 from hotstandby.failover.probe import probe_cluster
-from hotstandby.refcluster import BROKERS, COMPONENTS, Ports, RefCluster
+from hotstandby.refcluster import Ports, RefCluster
 from hotstandby.refcluster.etcd_access import ROLE_USERS, ROOT
-from hotstandby.refcluster.systems import SYSTEMS
 
 __all__ = ["add_commands"]
 
@@ -26,7 +25,7 @@ def _cluster(args: argparse.Namespace) -> RefCluster:
             raise SystemExit(f"--port expects NAME=PORT, got {item!r}")
         overrides[name] = int(port)
     return RefCluster(args.dir, Ports().with_overrides(overrides), namespace=args.namespace or "/hotstandby",
-                      secure=getattr(args, "secure", False))  # fmt: skip
+                      secure=getattr(args, "secure", False), brokers=getattr(args, "brokers", None) or "lite")  # fmt: skip
 
 
 def _connection(rc: RefCluster) -> tuple[dict[str, Any], str]:
@@ -51,15 +50,21 @@ def up(args: argparse.Namespace) -> int:
 
     if not args.json:
         print(f"starting the reference cluster in {rc.dir}", file=sys.stderr)
-    fresh = rc.up(progress=progress, timeout=args.timeout)
+    timeout = args.timeout or (240.0 if rc.brokers == "apache" else 60.0)
+    fresh = rc.up(progress=progress, timeout=timeout, notes=lambda note: print(f"  {note}", file=sys.stderr))
     elapsed = time.monotonic() - started
     if not fresh and args.secure and not rc.secure:
         print(f"hotstandby: the reference cluster in {rc.dir} is up without --secure; "
               "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
         return 1
+    if not fresh and args.brokers and rc.brokers != args.brokers:
+        print(f"hotstandby: the reference cluster in {rc.dir} is up with --brokers {rc.brokers}; "
+              "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
+        return 1
     connection, reach = _connection(rc)
-    data = {"already_up": not fresh, "dir": str(rc.dir), **connection, "seconds": round(elapsed, 2)}
-    routes = " and ".join(f"{s.route} ({s.brokers[0]})" for s in SYSTEMS.values())
+    data = {"already_up": not fresh, "dir": str(rc.dir), "brokers": rc.brokers, **connection,
+            "seconds": round(elapsed, 2)}  # fmt: skip
+    routes = " and ".join(f"{s.route} ({s.brokers[0]})" for s in rc.flavour.systems)
     human = (
         f"reference cluster is already up in {rc.dir}: {reach}"
         if not fresh
@@ -84,12 +89,13 @@ def status(args: argparse.Namespace) -> int:
         return 3
     running = rc.running()
     components: list[dict[str, Any]] = []
-    for name in COMPONENTS:
+    brokers = rc.flavour.brokers[1:]
+    for name in rc.components:
         info = state["components"].get(name)
         if info is None:
             continue
         entry = {"name": name, "pid": info["pid"], "port": info["port"], "running": running[name], "log": info["log"]}
-        if name in BROKERS[1:] and running[name]:
+        if name in brokers and running[name]:
             result = probe_cluster(rc.cluster_spec(name), timeout=1.0)
             entry.update(
                 answering=result.ok, latency_ms=None if result.latency_ms is None else round(result.latency_ms, 2)
@@ -106,6 +112,7 @@ def status(args: argparse.Namespace) -> int:
     data = {
         "up": all(running.values()),
         "dir": str(rc.dir),
+        "brokers": rc.brokers,
         "started_at": state["started_at"],
         "components": components,
         "routes": routes,
@@ -166,10 +173,15 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
         "--port",
         action="append",
         metavar="NAME=PORT",
-        help="override a port: etcd, etcd_peer, kafka-a, kafka-b, pulsar-a, pulsar-b",
+        help="override a port: etcd, etcd_peer, kafka-a, kafka-b, pulsar-a, pulsar-b (apache also: "
+        "kafka-a-controller, kafka-b-controller, pulsar-a-http, pulsar-b-http, pulsar-a-bookie, pulsar-b-bookie)",
     )
     p = rsub.add_parser("up", parents=[common, local], help="start etcd and the four brokers, register routes")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for every process to answer")
+    p.add_argument("--brokers", choices=("lite", "apache"),
+                   help="lite: look-alike brokers from wheels (default, seconds); apache: Apache Kafka with "
+                        "MirrorMaker 2 and Apache Pulsar with geo-replication (jars from Maven Central)")  # fmt: skip
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds to wait for every process to answer (default 60 lite, 240 apache)")  # fmt: skip
     p.add_argument("--secure", action="store_true",
                    help="etcd with TLS and authentication: a generated CA, root and a user per role")  # fmt: skip
     p.set_defaults(func=up)

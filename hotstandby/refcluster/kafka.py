@@ -7,9 +7,10 @@ from pathlib import Path
 
 from hotstandby.adapters.kafka.replicator.config import Endpoint, FlowConfig, Intervals
 from hotstandby.configcenter.documents import ClusterSpec, Link
-from hotstandby.refcluster.binaries import Binaries
-from hotstandby.refcluster.replicators import REFCLUSTER_INTERVALS, replicator_name, write_flow
-from hotstandby.refcluster.system import HOST, BrokerOptions
+from hotstandby.refcluster.binaries import LiteBrokers, find_binaries
+from hotstandby.refcluster.ports import Ports
+from hotstandby.refcluster.replicators import REFCLUSTER_INTERVALS, lite_flow, replicator_name
+from hotstandby.refcluster.system import HOST, BrokerOptions, FlowPlan
 
 __all__ = ["KAFKA", "KAFKA_OVERRIDES", "KafkaSystem"]
 
@@ -37,7 +38,7 @@ def _endpoint(spec: ClusterSpec) -> Endpoint:
     )
 
 
-class KafkaSystem:
+class KafkaSystem(LiteBrokers):
     kind = "kafka"
     brokers = ("kafka-a", "kafka-b")
     route = "orders"
@@ -52,18 +53,17 @@ class KafkaSystem:
         # MM2's default naming (DefaultReplicationPolicy: remote topics "<source>.<topic>").
         return Link(source=source, target=target, policy="prefix", replicator="hotstandby-refcluster")
 
-    def broker_argv(
-        self, component: str, port: int, directory: Path, bins: Binaries, options: BrokerOptions
-    ) -> list[str]:
+    def broker_argv(self, component: str, ports: Ports, directory: Path, options: BrokerOptions) -> list[str]:
+        port, bins = ports.of(component), find_binaries()
         url = f"tcp://{HOST}:{port}"
         return [
             bins.tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
             "--cluster-id", component, "--storage-engine", "memory://tansu/",
         ]  # fmt: skip
 
-    def flow_argv(
+    def flow(
         self, source: ClusterSpec, target: ClusterSpec, link: Link, *, etcd: str, namespace: str, directory: Path
-    ) -> list[str]:
+    ) -> FlowPlan:
         def config(status: Path) -> str:
             return FlowConfig(
                 source=_endpoint(source),
@@ -76,7 +76,7 @@ class KafkaSystem:
             ).to_json()
 
         name = replicator_name(source.name, target.name)
-        return write_flow(directory, name, "hotstandby.adapters.kafka.replicator", config)
+        return lite_flow(directory, name, "hotstandby.adapters.kafka.replicator", config)
 
 
 KAFKA = KafkaSystem()

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from hotstandby.adapters.pulsar.replicator.config import PulsarFlowConfig
 from hotstandby.configcenter.documents import ClusterSpec, Link
-from hotstandby.refcluster.binaries import Binaries
-from hotstandby.refcluster.replicators import REFCLUSTER_INTERVALS, replicator_name, write_flow
-from hotstandby.refcluster.system import HOST, BrokerOptions
+from hotstandby.refcluster.binaries import LiteBrokers, find_binaries
+from hotstandby.refcluster.ports import Ports
+from hotstandby.refcluster.replicators import REFCLUSTER_INTERVALS, lite_flow, replicator_name
+from hotstandby.refcluster.system import HOST, BrokerOptions, FlowPlan
 
 __all__ = ["PULSAR", "PULSAR_LITE_TOML", "PulsarSystem"]
 
@@ -17,7 +18,7 @@ __all__ = ["PULSAR", "PULSAR_LITE_TOML", "PulsarSystem"]
 PULSAR_LITE_TOML = "[metrics]\nenabled = false\n"
 
 
-class PulsarSystem:
+class PulsarSystem(LiteBrokers):
     kind = "pulsar"
     brokers = ("pulsar-a", "pulsar-b")
     route = "payments"
@@ -32,9 +33,8 @@ class PulsarSystem:
         # Geo-replication keeps topic names.
         return Link(source=source, target=target, policy="identity", replicator="hotstandby-refcluster")
 
-    def broker_argv(
-        self, component: str, port: int, directory: Path, bins: Binaries, options: BrokerOptions
-    ) -> list[str]:
+    def broker_argv(self, component: str, ports: Ports, directory: Path, options: BrokerOptions) -> list[str]:
+        port, bins = ports.of(component), find_binaries()
         config = directory / f"{component}.toml"
         config.write_text(f"default_partitions = {options.pulsar_partitions}\n{PULSAR_LITE_TOML}")
         return [
@@ -42,9 +42,9 @@ class PulsarSystem:
             "--db-path", str(directory / f"{component}-data"), "--log-level", "warn",
         ]  # fmt: skip
 
-    def flow_argv(
+    def flow(
         self, source: ClusterSpec, target: ClusterSpec, link: Link, *, etcd: str, namespace: str, directory: Path
-    ) -> list[str]:
+    ) -> FlowPlan:
         """Topics come from the config center's registry (pulsar-lite cannot list them)."""
 
         def config(status: Path) -> str:
@@ -60,7 +60,7 @@ class PulsarSystem:
             ).to_json()
 
         name = replicator_name(source.name, target.name)
-        return write_flow(directory, name, "hotstandby.adapters.pulsar.replicator", config)
+        return lite_flow(directory, name, "hotstandby.adapters.pulsar.replicator", config)
 
 
 PULSAR = PulsarSystem()

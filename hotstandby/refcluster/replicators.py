@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hotstandby.refcluster.flow_status import read_status
+from hotstandby.refcluster.system import FlowPlan
 
-__all__ = ["REFCLUSTER_INTERVALS", "NotReady", "check_ready", "replicator_name", "status_path", "write_flow"]
+__all__ = ["REFCLUSTER_INTERVALS", "NotReady", "check_ready", "lite_flow", "replicator_name", "status_path"]
 
 # Seconds. MM2's defaults: checkpoints 60, heartbeats 1, offset flush 60, topic and group refresh 600.
 REFCLUSTER_INTERVALS: dict[str, float] = {
@@ -35,13 +36,20 @@ def replicator_name(source: str, target: str) -> str:
     return f"mirror-{source}-to-{target}"
 
 
-def write_flow(directory: Path, name: str, module: str, config: Callable[[Path], str]) -> list[str]:
+def lite_flow(directory: Path, name: str, module: str, config: Callable[[Path], str]) -> FlowPlan:
     """Write flow ``name``'s configuration, ``config(status path)``, into ``directory``; the
-    command line that runs it (``python -m module --config PATH``)."""
+    process that runs it (``python -m module --config PATH``), ready once it reports
+    ``running`` in its status file."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.json"
     path.write_text(config(status_path(path)))
-    return [sys.executable, "-m", module, "--config", str(path)]
+    # A status file left by a killed process must not pass for readiness.
+    status_path(path).unlink(missing_ok=True)
+    return FlowPlan(
+        argv=[sys.executable, "-m", module, "--config", str(path)],
+        ready=lambda _started: check_ready(path),
+        retry_on=(NotReady,),
+    )
 
 
 def status_path(config_path: str | Path) -> Path:

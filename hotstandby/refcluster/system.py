@@ -1,20 +1,26 @@
 """What the reference cluster needs of each messaging system it bundles.
 
 A :class:`RefSystem` says how its two brokers run, how they are defined in the config center,
-and how its replicator flows run; :mod:`hotstandby.refcluster.cluster` drives every system the
-same way. The systems are registered by kind in :mod:`hotstandby.refcluster.systems`.
+and how replication between them runs: as replicator processes of their own (one per
+direction: the lite flows, MirrorMaker 2) or inside the brokers (Pulsar geo-replication, set up
+once the brokers answer). :mod:`hotstandby.refcluster.cluster` drives every system the same
+way; the systems of each flavour of the cluster are listed in
+:mod:`hotstandby.refcluster.flavours`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from hotstandby.configcenter.documents import ClusterSpec, Link
-from hotstandby.refcluster.binaries import Binaries
 
-__all__ = ["HOST", "BrokerOptions", "RefSystem"]
+if TYPE_CHECKING:
+    from hotstandby.refcluster.ports import Ports
+
+__all__ = ["HOST", "BrokerOptions", "FlowPlan", "RefSystem"]
 
 HOST = "127.0.0.1"
 
@@ -23,13 +29,30 @@ HOST = "127.0.0.1"
 class BrokerOptions:
     """What a reference cluster asks of its brokers beyond the defaults."""
 
-    pulsar_partitions: int = 0  # partitions pulsar-lite gives every topic it creates (0: none)
+    pulsar_partitions: int = 0  # partitions every topic the Pulsar brokers create gets (0: none)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowPlan:
+    """One replicator process: its command line, extra environment, and how to tell it runs
+    (``ready(started_at)``, given the wall-clock time it was started, raises one of
+    ``retry_on`` until it does)."""
+
+    argv: list[str]
+    ready: Callable[[float], object]
+    retry_on: tuple[type[BaseException], ...]
+    env: dict[str, str] = field(default_factory=dict)
 
 
 class RefSystem(Protocol):
     kind: str
     brokers: tuple[str, str]  # component names, which are also the clusters' names
     route: str  # the route registered between the two, first broker active
+    replicator_processes: bool  # False: the brokers replicate themselves (set up by configure)
+
+    def port_names(self, component: str) -> tuple[str, ...]:
+        """The :class:`Ports` fields broker ``component`` listens on (its client port first)."""
+        ...
 
     def url(self, port: int) -> str:
         """The URL of the broker listening on ``port`` (on :data:`HOST`)."""
@@ -40,17 +63,30 @@ class RefSystem(Protocol):
         ...
 
     def link(self, source: str, target: str) -> Link:
-        """How the reference replicator copies from ``source`` to ``target``."""
+        """How records are copied from ``source`` to ``target``."""
         ...
 
-    def broker_argv(
-        self, component: str, port: int, directory: Path, bins: Binaries, options: BrokerOptions
-    ) -> list[str]:
-        """The command line of broker ``component``; ``directory`` holds its files."""
+    def prepare(self, directory: Path, progress: Callable[[str], None] | None) -> None:
+        """Before a start: make sure what the brokers run is at hand (binaries, jars)."""
         ...
 
-    def flow_argv(
+    def broker_argv(self, component: str, ports: Ports, directory: Path, options: BrokerOptions) -> list[str]:
+        """The command line of broker ``component``, for a first start on empty data
+        (``directory`` holds its files; formatting its storage is done here)."""
+        ...
+
+    def broker_env(self) -> dict[str, str]:
+        """Variables the brokers' processes get."""
+        ...
+
+    def configure(self, ports: Ports, directory: Path) -> None:
+        """Once both brokers answer: what replication inside them needs (nothing for a system
+        with replicator processes)."""
+        ...
+
+    def flow(
         self, source: ClusterSpec, target: ClusterSpec, link: Link, *, etcd: str, namespace: str, directory: Path
-    ) -> list[str]:
-        """Write the replicator flow's configuration into ``directory``; its command line."""
+    ) -> FlowPlan:
+        """The replicator process copying ``source`` to ``target`` (only for a system with
+        :attr:`replicator_processes`); its configuration is written into ``directory``."""
         ...

@@ -15,10 +15,16 @@ from hotstandby.refcluster import Ports, RefCluster
 
 
 @pytest.fixture(scope="session")
-def refcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RefCluster]:
-    rc = RefCluster(tmp_path_factory.mktemp("refcluster"), Ports.free())
+def brokers(request: pytest.FixtureRequest) -> str:
+    """The reference cluster's flavour this run tests: ``lite`` or ``apache`` (``--brokers``)."""
+    return str(request.config.getoption("--brokers"))
+
+
+@pytest.fixture(scope="session")
+def refcluster(tmp_path_factory: pytest.TempPathFactory, brokers: str) -> Iterator[RefCluster]:
+    rc = RefCluster(tmp_path_factory.mktemp("refcluster"), Ports.free(), brokers=brokers)
     try:
-        rc.up(timeout=60)
+        rc.up(timeout=240 if brokers == "apache" else 60)
         yield rc
     finally:
         rc.down()

@@ -12,7 +12,8 @@ import uuid
 
 import pytest
 
-from hotstandby.refcluster import COMPONENTS, REPLICATORS, Ports, RefCluster
+from hotstandby.refcluster import REPLICATORS, Ports, RefCluster
+from hotstandby.refcluster.flavours import FLAVOURS
 from hotstandby.refcluster.processes import is_running
 from tests.integration.conftest import listening_addresses
 
@@ -24,6 +25,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )  # fmt: skip
 
 
+@pytest.mark.apache
 def test_status_json_shows_four_clusters_answering_and_orders_on_kafka_a(refcluster: RefCluster) -> None:
     out = run_cli("status", "--json", env={"HOTSTANDBY_ETCD": f"127.0.0.1:{refcluster.ports.etcd}"})
     assert out.returncode == 0, out.stderr
@@ -38,12 +40,13 @@ def test_status_json_shows_four_clusters_answering_and_orders_on_kafka_a(refclus
     assert (routes["payments"]["active"], routes["payments"]["clusters"]) == ("pulsar-a", ["pulsar-a", "pulsar-b"])
 
 
+@pytest.mark.apache
 def test_every_process_listens_on_loopback_only(refcluster: RefCluster) -> None:
     state = refcluster.state()
     assert state is not None
     for name, info in state["components"].items():
         addresses = listening_addresses(info["pid"])
-        if name in REPLICATORS:
+        if name in refcluster.replicators:
             assert addresses == [], f"a replicator listens on {addresses}"
             continue
         assert addresses, f"{name} listens on nothing"
@@ -51,6 +54,7 @@ def test_every_process_listens_on_loopback_only(refcluster: RefCluster) -> None:
     assert not any(a.endswith(":8080") for i in state["components"].values() for a in listening_addresses(i["pid"]))
 
 
+@pytest.mark.apache
 @pytest.mark.parametrize("cluster", ["kafka-a", "kafka-b"])
 def test_raw_confluent_kafka_produce_and_group_consume(refcluster: RefCluster, cluster: str) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
@@ -83,6 +87,7 @@ def test_raw_confluent_kafka_produce_and_group_consume(refcluster: RefCluster, c
         consumer.close()
 
 
+@pytest.mark.apache
 @pytest.mark.parametrize("cluster", ["pulsar-a", "pulsar-b"])
 def test_raw_pulsar_client_produce_and_consume(refcluster: RefCluster, cluster: str) -> None:
     import pulsar
@@ -109,6 +114,7 @@ def test_raw_pulsar_client_produce_and_consume(refcluster: RefCluster, cluster: 
         client.close()
 
 
+@pytest.mark.lite_only
 def test_status_json_reports_each_replication_flow(refcluster: RefCluster) -> None:
     out = run_cli("refcluster", "status", "--dir", str(refcluster.dir), "--json")
     assert out.returncode == 0, out.stderr
@@ -122,32 +128,36 @@ def test_status_json_reports_each_replication_flow(refcluster: RefCluster) -> No
     assert kafka["intervals_overridden"]["emit_checkpoints"] == {"value": 1.0, "mm2_default": 60.0}
 
 
+@pytest.mark.apache
 def test_up_when_already_up_says_so(refcluster: RefCluster) -> None:
     out = run_cli("refcluster", "up", "--dir", str(refcluster.dir), "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["already_up"] is True
 
 
-def test_lifecycle_up_status_dead_process_down(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """A second cluster through the CLI: up < 30 s, a killed broker shows in status, down leaves nothing."""
+@pytest.mark.apache
+def test_lifecycle_up_status_dead_process_down(tmp_path, brokers: str) -> None:  # type: ignore[no-untyped-def]
+    """A second cluster through the CLI: up in time (lite 30 s, apache 120 s with its jars
+    cached), a killed broker shows in status, down leaves nothing."""
     ports = Ports.free()
-    port_args = [arg for name in ("etcd", "etcd_peer", "kafka-a", "kafka-b", "pulsar-a", "pulsar-b")
-                 for arg in ("--port", f"{name}={ports.of(name)}")]  # fmt: skip
+    port_args = [arg for name in FLAVOURS[brokers].port_names() for arg in ("--port", f"{name}={ports.of(name)}")]
     rc = RefCluster(tmp_path)
+    components = FLAVOURS[brokers].components
     try:
         started = time.monotonic()
-        up = run_cli("refcluster", "up", "--dir", str(tmp_path), "--json", *port_args)
+        up = run_cli("refcluster", "up", "--dir", str(tmp_path), "--json", "--brokers", brokers, *port_args)
         assert up.returncode == 0, up.stderr
-        assert time.monotonic() - started < 30
+        assert time.monotonic() - started < (120 if brokers == "apache" else 30)
+        assert json.loads(up.stdout)["brokers"] == brokers
         state = rc.state()
-        assert state is not None and set(state["components"]) == set(COMPONENTS)
+        assert state is not None and set(state["components"]) == set(components)
         pids = {n: (i["pid"], i["argv"]) for n, i in state["components"].items()}
 
         os.kill(pids["kafka-b"][0], signal.SIGKILL)
         status = run_cli("refcluster", "status", "--dir", str(tmp_path), "--json")
         assert status.returncode == 1
         running = {c["name"]: c["running"] for c in json.loads(status.stdout)["components"]}
-        assert running == {n: n != "kafka-b" for n in COMPONENTS}
+        assert running == {n: n != "kafka-b" for n in components}
         answers = run_cli("status", "--json", "--timeout", "1", "--etcd", f"127.0.0.1:{ports.etcd}")
         assert answers.returncode == 0, answers.stderr
         answering = {c["name"]: (c["answering"], c["detail"]) for c in json.loads(answers.stdout)["clusters"]}
@@ -156,12 +166,13 @@ def test_lifecycle_up_status_dead_process_down(tmp_path) -> None:  # type: ignor
     finally:
         down = run_cli("refcluster", "down", "--dir", str(tmp_path), "--json")
     assert down.returncode == 0, down.stderr
-    assert sorted(json.loads(down.stdout)["stopped"]) == sorted(n for n in COMPONENTS if n != "kafka-b")
+    assert sorted(json.loads(down.stdout)["stopped"]) == sorted(n for n in components if n != "kafka-b")
     assert not any(is_running(pid, argv) for pid, argv in pids.values())
     again = run_cli("refcluster", "down", "--dir", str(tmp_path), "--json")
     assert again.returncode == 0 and json.loads(again.stdout)["stopped"] == []
 
 
+@pytest.mark.apache
 def test_up_refuses_ports_in_use_and_leaves_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
     import socket
 
@@ -174,6 +185,6 @@ def test_up_refuses_ports_in_use_and_leaves_nothing(tmp_path) -> None:  # type: 
             for arg in ("--port", f"{name}={ports.of(name)}")
         ])  # fmt: skip
     assert out.returncode == 1
-    assert f"ports in use on 127.0.0.1: kafka-b={ports.kafka_b}" in out.stderr
+    assert f"ports in use on 127.0.0.1: kafka-b={ports.kafka_b}" in out.stderr, out.stderr
     assert not (tmp_path / "state.json").exists()
     assert not (tmp_path / "logs").exists(), "nothing should have been started"
