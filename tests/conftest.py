@@ -17,6 +17,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(Apache Kafka with MirrorMaker 2, Apache Pulsar with geo-replication); the real-broker tier is "
         "`pytest --brokers apache -m apache`",
     )
+    parser.addoption(
+        "--refcluster-dir",
+        help="use the reference cluster already up in this directory (`hotstandby refcluster up --dir DIR`) "
+        "instead of starting one; it is left running",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

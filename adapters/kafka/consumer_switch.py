@@ -55,11 +55,13 @@ class ConsumerSwitch:
         self.peer_labels: Mapping[str, str] | None = {"group": state.group}
         self._new: RawConsumer | None = None  # connected to the target, not in use yet
         self._old: tuple[RawConsumer, ClusterSpec] | None = None  # given up by move, left by resume
+        self._source_answered = False  # at the drain: MM2's offset syncs may be read there
         self.switches = 0
 
     def drain(self, plan: SwitchPlan) -> None:
         s = self._s
         timeout = plan.drain_timeout_s
+        self._source_answered = False
         with s.lock:
             assignment = s.inner.assignment() if timeout > 0 else []
             try:
@@ -70,6 +72,7 @@ class ConsumerSwitch:
             except KafkaException as exc:
                 log.info("consumer.drain_skipped", cluster=plan.source.name, error=str(exc))
                 return
+            self._source_answered = bool(ends)
             start = self._start_positions(assignment)
         if not ends:
             return
@@ -135,6 +138,7 @@ class ConsumerSwitch:
             self._assignments.restart(StartPositions(
                 group=s.group, spec=plan.destination, previous=visit,
                 links=dict(plan.links), skew_ms=s.options.timestamp_skew_ms, consumer=new,
+                previous_spec=plan.source if self._source_answered else None,
             ))  # fmt: skip
             s.inner, s.spec = new, plan.destination
             s.ledgers.reset()  # claimed again as the new cluster assigns partitions

@@ -22,11 +22,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka import KafkaError, Message
 from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.adapter import ADAPTER
 from hotstandby.adapters.kafka.client_logs import with_logger
+from hotstandby.adapters.kafka.partition_counts import METADATA_TIMEOUT_S, PartitionCounts
 from hotstandby.adapters.kafka.producer_extras import ProducerExtras, ProducerSwitching
 from hotstandby.adapters.kafka.producer_txn import Transactions, Txn
 from hotstandby.adapters.kafka.replication_progress import read_positions
@@ -59,7 +60,7 @@ seldom = Seldom(log)
 
 _HANDLE_METHODS = frozenset({"list_topics", "cluster_id", "set_sasl_credentials"})
 _PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
-_METADATA_TIMEOUT_S = 10.0
+_DEFAULT_PROPAGATION_MS = 30_000  # librdkafka's topic.metadata.propagation.max.ms default
 _DEFAULT_MAX_PENDING = 100_000  # librdkafka's queue.buffering.max.messages default
 _DEFAULT_MAX_KBYTES = 1_048_576  # librdkafka's queue.buffering.max.kbytes default
 _MAX_KBYTES = _MAX_QUEUE = 2_147_483_647  # the largest queue.buffering.max.kbytes/.messages librdkafka takes
@@ -119,7 +120,9 @@ class Producer(ProducerExtras, RouteClient):
         )
         self._partitioner = Partitioner(self.options.partitioner or ADAPTER.default_partitioner)
         # Kept across switches: a replicated topic has the same partitions on every cluster.
-        self._partition_counts: dict[str, int] = {}
+        self._partition_counts = PartitionCounts(
+            int_setting(self._raw_config, "topic.metadata.propagation.max.ms", _DEFAULT_PROPAGATION_MS)
+        )
         self._generation = 0
         self._user_purge = False
         self.resent = 0
@@ -144,23 +147,6 @@ class Producer(ProducerExtras, RouteClient):
         config["queue.buffering.max.kbytes"] = min(_MAX_KBYTES, kbytes + self.options.replay_window_bytes // 1024 + 1)
         return RawProducer(with_logger(config))
 
-    def _partitions(self, inner: RawProducer, topic: str) -> int:
-        count = self._partition_counts.get(topic)
-        if count is None:
-            try:
-                metadata = inner.list_topics(topic, timeout=_METADATA_TIMEOUT_S).topics.get(topic)
-            except KafkaException as exc:
-                if exc.args and exc.args[0].code() == KafkaError._TIMED_OUT:
-                    # A slow or restarting cluster: back-pressure, as when the queue is full.
-                    raise BufferError(f"partition count of {topic!r} not known yet: {exc}") from None
-                raise
-            if metadata is None or metadata.error is not None or not metadata.partitions:
-                raise KafkaException(
-                    metadata.error if metadata and metadata.error else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
-                )
-            count = self._partition_counts[topic] = len(metadata.partitions)
-        return count
-
     # -- producing ------------------------------------------------------------------------
 
     def produce(
@@ -183,7 +169,7 @@ class Producer(ProducerExtras, RouteClient):
                 raise BufferError("Local: Queue full")
             txn = self._transactions.for_record()  # before a sequence is taken: a refused record leaves no gap
             if partition < 0:
-                partition = self._partitioner.partition(topic, key_b, self._partitions(self._inner, topic))
+                partition = self._partitioner.partition(topic, key_b, self._partition_counts.get(self._inner, topic))
             seq = self._sequences.get((topic, partition), 0)
             self._sequences[(topic, partition)] = seq + 1
             rid = RecordId(self._session, partition, seq)
@@ -334,7 +320,7 @@ class Producer(ProducerExtras, RouteClient):
     def _switch_connect(self, plan: SwitchPlan) -> None:
         new = self._connect(plan.destination)
         try:
-            new.list_topics(timeout=_METADATA_TIMEOUT_S)  # raises if the new cluster does not answer
+            new.list_topics(timeout=METADATA_TIMEOUT_S)  # raises if the new cluster does not answer
             self._transactions.connect(new)
             positions = self._replication_positions(plan) if self._outbox.in_window else {}
         except BaseException:
@@ -401,5 +387,5 @@ class Producer(ProducerExtras, RouteClient):
         link: Link | None = plan.links.get((plan.current.active, target.name))
         if link is None:
             return {}
-        timeout = min(_METADATA_TIMEOUT_S, plan.drain_timeout_s + 1)
+        timeout = min(METADATA_TIMEOUT_S, plan.drain_timeout_s + 1)
         return read_positions(target, link, timeout=timeout)

@@ -10,7 +10,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaExcepti
 
 from hotstandby.adapters.kafka.client_logs import with_logger
 
-__all__ = ["read_to_end"]
+__all__ = ["read_every_partition", "read_to_end"]
 
 
 def read_to_end(config: dict[str, Any], topic: str, partition: int = 0, *, timeout: float = 30.0) -> list[Message]:
@@ -41,5 +41,44 @@ def read_to_end(config: dict[str, Any], topic: str, partition: int = 0, *, timeo
             if offset is not None and offset >= high - 1:
                 return out
         raise TimeoutError(f"reading {topic}[{partition}] to offset {high} took more than {timeout} s")
+    finally:
+        consumer.close()
+
+
+def read_every_partition(config: dict[str, Any], topic: str, *, timeout: float = 30.0) -> list[Message]:
+    """Every record of every partition of ``topic`` up to the high watermarks seen at the start,
+    each partition's in order (Kafka Connect's offsets topic has 25 partitions, its records
+    spread by key). Raises as :func:`read_to_end`; an unknown topic gives no record."""
+    consumer = Consumer(with_logger({**config, "enable.auto.commit": False, "enable.partition.eof": True}))
+    try:
+        deadline = time.monotonic() + timeout
+        metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            return []
+        highs = {}
+        for partition in metadata.partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            if high > low:
+                highs[partition] = high
+        if not highs:
+            return []
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for partition in highs])
+        out: list[Message] = []
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaException(err)
+            out.append(msg)
+            partition, offset = msg.partition(), msg.offset()
+            if partition in highs and offset is not None and offset >= highs[partition] - 1:
+                del highs[partition]
+                if not highs:
+                    return out
+        raise TimeoutError(f"reading {topic} to its end offsets took more than {timeout} s")
     finally:
         consumer.close()

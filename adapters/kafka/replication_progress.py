@@ -1,8 +1,8 @@
 """How far replication got, read where MirrorMaker 2 keeps it, to trim the producer's replay window.
 
 MM2's source connector stores its position per source partition on the *target* cluster, in
-``mm2-offsets.<source>.internal`` (Kafka Connect's source offsets; the reference replicator
-writes the same records): the last upstream offset copied **and acknowledged** by the target.
+``mm2-offsets.<source>.internal`` (Kafka Connect's source offsets, 25 partitions by default,
+every partition read; the reference replicator writes the same records): the last upstream offset copied **and acknowledged** by the target.
 That topic lives on the cluster a producer moves to, so it can be read even when the source
 is dead.
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaException
 
 from hotstandby.adapters.kafka.mm2.progress import decode_progress
-from hotstandby.adapters.kafka.read_partition import read_to_end
+from hotstandby.adapters.kafka.read_partition import read_every_partition
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.failover.outbox import ReplicatedTo
 from hotstandby.logs import get_logger
@@ -35,7 +35,7 @@ def read_positions(target: ClusterSpec, link: Link, *, timeout: float) -> dict[t
     config = {**target.client_config("consumer"), "bootstrap.servers": target.url, "group.id": "__hotstandby-lookup"}
     out: dict[tuple[str, int], ReplicatedTo] = {}
     try:
-        records = read_to_end(config, progress_topic(link), timeout=timeout)
+        records = read_every_partition(config, progress_topic(link), timeout=timeout)
     except (KafkaException, TimeoutError) as exc:  # a lookup that fails trims nothing
         log.info("replication_progress.unavailable", link=f"{link.source}->{link.target}", error=str(exc))
         return out

@@ -6,6 +6,11 @@ Candidates for a physical partition on the new cluster ``N`` (see hotstandby.tra
 * exact — for a copy ``S.T`` of cluster ``S``'s topic ``T``: the newest MirrorMaker 2
   checkpoint of the group on ``N`` (``S.checkpoints.internal``), which maps the group's
   committed offset on ``S`` to the copy;
+* exact — for such a copy: the group's position on ``S`` when it left, translated through the
+  flow's offset syncs as MM2's checkpoint task translates (MM2 emits a checkpoint only every
+  ``emit.checkpoints.interval.seconds`` and after it noticed the group; the syncs are there at
+  once). They live on ``S`` by default (``offset-syncs.topic.location``), so this needs ``S``
+  to answer: a planned switch;
 * exact — for ``T`` itself, when the group read ``T``'s records on ``S`` as the copy ``N.T``
   (failback): reverse translation of that position through the offset syncs flow ``N -> S``
   keeps on ``N`` (what MirrorMaker 2 lacks);
@@ -30,7 +35,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
 from hotstandby.adapters.kafka.mm2.policy import ReplicationPolicy
 from hotstandby.adapters.kafka.read_partition import read_to_end
-from hotstandby.adapters.kafka.translate import from_checkpoints, reverse
+from hotstandby.adapters.kafka.translate import from_checkpoints, from_syncs, reverse
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.errors import FormatError
 from hotstandby.failover.translation import Proposal, Strategy, choose
@@ -58,26 +63,32 @@ class StartPositions:
 
     def __init__(
         self, *, group: str, spec: ClusterSpec, previous: Visit, links: dict[tuple[str, str], Link],
-        skew_ms: int, consumer: RawConsumer,
+        skew_ms: int, consumer: RawConsumer, previous_spec: ClusterSpec | None = None,
     ) -> None:  # fmt: skip
+        """``previous_spec``: the cluster left, when it answered at the switch (None: it did
+        not, and nothing is looked up there)."""
         self.group = group
         self.spec = spec
         self.previous = previous
+        self._previous_spec = previous_spec
         self._links = links
         self._skew_ms = skew_ms
         self._consumer = consumer
-        self._cache: dict[tuple[str, str], list[Any]] = {}
+        self._cache: dict[tuple[str, str, str], list[Any]] = {}
 
     def _policy(self, source: str, target: str) -> ReplicationPolicy | None:
         link = self._links.get((source, target))
         return ReplicationPolicy.for_link(link) if link is not None and link.policy == "prefix" else None
 
-    def _read(self, kind: str, topic: str, decode: Callable[[bytes, bytes], Any]) -> list[Any]:
-        """Records of an MM2 internal topic on the new cluster (read once per switch)."""
-        if (kind, topic) not in self._cache:
+    def _read(
+        self, kind: str, topic: str, decode: Callable[[bytes, bytes], Any], on: ClusterSpec | None = None
+    ) -> list[Any]:
+        """Records of an MM2 internal topic on the new cluster, or ``on`` another (read once per switch)."""
+        spec = on or self.spec
+        if (kind, spec.name, topic) not in self._cache:
             out = []
             # The cluster's own client settings: a TLS or SASL cluster is read as its clients read it.
-            config = {**self.spec.client_config("consumer"), "bootstrap.servers": self.spec.url,
+            config = {**spec.client_config("consumer"), "bootstrap.servers": spec.url,
                       "group.id": "__hotstandby-lookup"}  # fmt: skip
             try:
                 for msg in read_to_end(config, topic, timeout=_LOOKUP_TIMEOUT_S):
@@ -86,9 +97,9 @@ class StartPositions:
                     except FormatError:
                         continue
             except (KafkaException, TimeoutError) as exc:
-                log.info("consumer.lookup_failed", cluster=self.spec.name, topic=topic, error=str(exc))
-            self._cache[(kind, topic)] = out
-        return self._cache[(kind, topic)]
+                log.info("consumer.lookup_failed", cluster=spec.name, topic=topic, error=str(exc))
+            self._cache[(kind, spec.name, topic)] = out
+        return self._cache[(kind, spec.name, topic)]
 
     # -- candidates ------------------------------------------------------------------------
 
@@ -105,6 +116,20 @@ class StartPositions:
             return None
         checkpoints = self._read("checkpoints", policy.checkpoints_topic(source), Checkpoint.decode)
         found: Proposal | None = from_checkpoints(checkpoints, self.group, topic, partition)
+        return found
+
+    def _forward(self, source: str, topic: str, partition: int, logical: str) -> Proposal | None:
+        """The group's position on ``source``'s ``logical`` when it left, through the offset syncs."""
+        link = self._links.get((source, self.spec.name))
+        policy = self._policy(source, self.spec.name)
+        position = self.previous.positions.get((logical, partition))
+        if link is None or policy is None or position is None:
+            return None
+        holder = self._previous_spec if link.offset_syncs == "source" else self.spec
+        if holder is None:
+            return None  # on the cluster left, which did not answer
+        syncs = self._read("syncs", policy.offset_syncs_topic(self.spec.name), OffsetSync.decode, on=holder)
+        found: Proposal | None = from_syncs(syncs, logical, partition, position)
         return found
 
     def _reverse(self, topic: str, partition: int) -> Proposal | None:
@@ -159,6 +184,7 @@ class StartPositions:
                 )
         elif source_policy is not None and source_policy.topic_source(topic) == old:
             strategies.append(Strategy("mm2-checkpoint", lambda: self._checkpoint(old, topic, partition)))
+            strategies.append(Strategy("mm2-offset-sync", lambda: self._forward(old, topic, partition, logical)))
             strategies.append(
                 Strategy("timestamp", lambda: self._timestamp((logical, partition), topic, partition), exact=False)
             )

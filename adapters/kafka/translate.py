@@ -18,7 +18,7 @@ from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncStore
 from hotstandby.failover.translation import Proposal
 
-__all__ = ["forward", "from_checkpoints", "reverse"]
+__all__ = ["forward", "from_checkpoints", "from_syncs", "reverse"]
 
 
 def forward(store: OffsetSyncStore, topic: str, partition: int, committed: int) -> Proposal | None:
@@ -26,6 +26,27 @@ def forward(store: OffsetSyncStore, topic: str, partition: int, committed: int) 
     downstream = store.translate(topic, partition, committed)
     if downstream is None or downstream < 0:
         return None
+    return Proposal(downstream, "mm2-offset-sync", f"{topic}[{partition}]@{committed} -> {downstream}")
+
+
+def from_syncs(syncs: Iterable[OffsetSync], topic: str, partition: int, committed: int) -> Proposal | None:
+    """Position on the copy of ``topic`` for a group at ``committed`` on the source, from every
+    sync of the flow in the order written (MM2's rule, without its 64-slot thinning): the newest
+    sync at or before ``committed``; equal gives its downstream offset, ahead gives + 1. A
+    downstream rewind (the copy was recreated) forgets the syncs before it."""
+    best: OffsetSync | None = None
+    last_downstream = -1
+    for sync in syncs:
+        if sync.topic != topic or sync.partition != partition:
+            continue
+        if sync.downstream_offset < last_downstream:
+            best = None
+        last_downstream = sync.downstream_offset
+        if sync.upstream_offset <= committed and (best is None or sync.upstream_offset >= best.upstream_offset):
+            best = sync
+    if best is None:
+        return None
+    downstream = best.downstream_offset + (0 if best.upstream_offset == committed else 1)
     return Proposal(downstream, "mm2-offset-sync", f"{topic}[{partition}]@{committed} -> {downstream}")
 
 

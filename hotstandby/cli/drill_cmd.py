@@ -59,6 +59,10 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=900.0, help="give up after this many seconds (default 900)")
     p.add_argument("--dir", help="reference cluster directory (default ~/.hotstandby/refcluster)")
     p.add_argument("--keep", action="store_true", help="leave a reference cluster the drill started running")
+    p.add_argument("--brokers", choices=("lite", "apache"),
+                   help="the reference cluster to start when none is up: lite (look-alike brokers, the default) or "
+                        "apache (Apache Kafka with MirrorMaker 2, Apache Pulsar with geo-replication); one that is "
+                        "up must be of this flavour")  # fmt: skip
     p.add_argument("--secure", action="store_true",
                    help="on a reference cluster whose etcd has TLS and authentication (started so if it is not "
                         "running): clients connect as the app user, flips are made as the sre user")  # fmt: skip
@@ -73,17 +77,22 @@ def drill(args: argparse.Namespace) -> int:
         print(f"hotstandby: error: --route applies to --system {' or '.join(ROUTES)} only: the kafka and pulsar "
               "drills have their own routes (orders, payments)", file=sys.stderr)  # fmt: skip
         return 2
-    rc = RefCluster(args.dir, secure=args.secure)
+    rc = RefCluster(args.dir, secure=args.secure, brokers=args.brokers or "lite")
     quiet = args.json
     started_here = False
     if args.secure and rc.is_up() and not rc.secure:
         print(f"hotstandby: error: the reference cluster in {rc.dir} is up without --secure; "
               "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
         return 2
+    if args.brokers and rc.is_up() and rc.brokers != args.brokers:
+        print(f"hotstandby: error: the reference cluster in {rc.dir} is up with --brokers {rc.brokers}; "
+              "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
+        return 2
     if not rc.is_up():
         if not quiet:
-            print(f"starting the reference cluster in {rc.dir} ...", file=sys.stderr)
-        started_here = rc.up()
+            print(f"starting the {rc.brokers} reference cluster in {rc.dir} ...", file=sys.stderr)
+        started_here = rc.up(timeout=240.0 if rc.brokers == "apache" else 60.0,
+                             notes=None if quiet else lambda note: print(f"  {note}", file=sys.stderr))  # fmt: skip
     bar = ProgressBar()
     systems = [args.system] if args.system else list(SYSTEMS)
     current = [systems[0]]

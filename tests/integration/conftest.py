@@ -21,7 +21,16 @@ def brokers(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def refcluster(tmp_path_factory: pytest.TempPathFactory, brokers: str) -> Iterator[RefCluster]:
+def refcluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, brokers: str
+) -> Iterator[RefCluster]:
+    running = request.config.getoption("--refcluster-dir")
+    if running:
+        rc = RefCluster(running)
+        if not rc.is_up() or rc.brokers != brokers:
+            pytest.exit(f"--refcluster-dir: no {brokers} reference cluster is up in {running}", returncode=4)
+        yield rc
+        return
     rc = RefCluster(tmp_path_factory.mktemp("refcluster"), Ports.free(), brokers=brokers)
     try:
         rc.up(timeout=240 if brokers == "apache" else 60)
@@ -90,6 +99,8 @@ def listening_addresses(pid: int) -> list[str]:
                 ip_hex, port_hex = cols[1].split(":")
                 if width == 8:
                     ip = ".".join(str(int(ip_hex[i : i + 2], 16)) for i in (6, 4, 2, 0))
+                elif ip_hex.startswith("0000000000000000FFFF0000"):  # IPv4-mapped (a JVM's sockets)
+                    ip = ".".join(str(int(ip_hex[i : i + 2], 16)) for i in (30, 28, 26, 24))
                 else:
                     ip = "::1" if ip_hex == "00000000000000000000000001000000" else ip_hex
                 found.append(f"{ip}:{int(port_hex, 16)}")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from hotstandby.adapters.kafka import Producer as SdkProducer
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.refcluster import RefCluster
+from tests.support import wait_for
 
 
 def route_config(rc: RefCluster, namespace: str, **extra: Any) -> dict[str, Any]:
@@ -92,5 +93,24 @@ def read_all(spec: ClusterSpec, topic: str, partition: int, *, timeout: float = 
             if msg is not None and msg.error() is None:
                 out.append(msg)
         return out
+    finally:
+        consumer.close()
+
+
+def wait_copied(rc: RefCluster, topic: str, partitions: int, count: int, *, timeout: float = 60.0) -> None:
+    """Wait until kafka-b holds ``count`` records of kafka-a's ``topic`` (MM2's copy ``kafka-a.<topic>``):
+    what a test of translation needs before it switches, as MM2 copies and syncs only then."""
+    consumer = Consumer({"bootstrap.servers": rc.cluster_spec("kafka-b").url, "group.id": "__hs-test-reader"})
+
+    def copied() -> bool:
+        try:
+            ends = [consumer.get_watermark_offsets(TopicPartition(f"kafka-a.{topic}", p), timeout=5)[1]
+                    for p in range(partitions)]  # fmt: skip
+        except KafkaException:
+            return False
+        return sum(ends) >= count
+
+    try:
+        wait_for(copied, timeout, f"{count} records of {topic} copied to kafka-b")
     finally:
         consumer.close()

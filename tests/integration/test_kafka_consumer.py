@@ -18,7 +18,7 @@ from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.failover.switching import SwitchState
 from hotstandby.refcluster import RefCluster
-from tests.integration.kafka_helpers import create_topic, produce_values, route_config
+from tests.integration.kafka_helpers import create_topic, produce_values, route_config, wait_copied
 from tests.integration.kafka_helpers import producer as raw_producer
 from tests.support import capture_logs, wait_for
 
@@ -123,6 +123,7 @@ def test_switch_mid_stream_loses_nothing_and_delivers_nothing_twice(
         consumer.subscribe([topic])
         got = consume(consumer, 150)
         consumer.commit(asynchronous=False)
+        wait_copied(refcluster, topic, 2, len(before))  # MM2 syncs what it copied
         center.switch("orders", "kafka-b", reason="test")
         after = [f"b{i}" for i in range(100)]
         produce_values(refcluster, namespace, topic, after)  # the producer follows the route: on kafka-b

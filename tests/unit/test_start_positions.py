@@ -36,12 +36,20 @@ class Broker:
         return self.low, 10_000
 
 
-def starts(broker: Broker, previous: Visit, internal: dict[str, list[Any]] | None = None) -> StartPositions:
+def starts(
+    broker: Broker, previous: Visit, internal: dict[str, list[Any]] | None = None, *, answered: bool = False
+) -> StartPositions:
+    """``answered``: the cluster left (kafka-a) answered at the switch."""
     s = StartPositions(group="g", spec=ClusterSpec(name=B, kind="kafka", url="127.0.0.1:1"), previous=previous,
-                       links=LINKS,
-                       skew_ms=5000, consumer=broker)  # type: ignore[arg-type]  # fmt: skip
-    # The MM2 internal topics hold ``internal`` and nothing else: no lookup reaches a broker.
-    s._read = lambda kind, topic, decode: list((internal or {}).get(topic, []))  # type: ignore[method-assign]
+                       links=LINKS, skew_ms=5000, consumer=broker,  # type: ignore[arg-type]
+                       previous_spec=ClusterSpec(name=A, kind="kafka", url="127.0.0.1:2") if answered else None)  # fmt: skip
+
+    # The MM2 internal topics hold ``internal`` and nothing else (a topic read on another
+    # cluster than kafka-b is keyed "cluster:topic"): no lookup reaches a broker.
+    def read(kind: str, topic: str, decode: Any, on: ClusterSpec | None = None) -> list[Any]:
+        return list((internal or {}).get(topic if on is None else f"{on.name}:{topic}", []))
+
+    s._read = read  # type: ignore[method-assign]
     return s
 
 
@@ -60,6 +68,32 @@ def test_the_furthest_exact_position_wins_over_an_older_commit() -> None:
     broker.committed_offsets[("kafka-a.orders", 0)] = 300
     p = starts(broker, Visit(A), {"kafka-a.checkpoints.internal": cps}).choose("kafka-a.orders", 0, "orders")
     assert p is not None and (p.position, p.strategy) == (300, "committed")
+
+
+def test_a_copy_starts_where_the_offset_syncs_on_the_cluster_left_put_the_groups_position() -> None:
+    # MM2 keeps the syncs of flow kafka-a -> kafka-b on kafka-a; no checkpoint was emitted yet.
+    syncs = [OffsetSync("orders", 0, 0, 0), OffsetSync("orders", 0, 100, 98), OffsetSync("orders", 0, 125, 123),
+             OffsetSync("orders", 0, 300, 298), OffsetSync("orders", 1, 130, 5)]  # fmt: skip
+    internal = {"kafka-a:mm2-offset-syncs.kafka-b.internal": syncs,
+                "kafka-a.checkpoints.internal": [Checkpoint("g", "kafka-a.orders", 0, 50, 48)]}  # fmt: skip
+    previous = Visit(A, positions={("orders", 0): 130})
+    p = starts(Broker(), previous, internal, answered=True).choose("kafka-a.orders", 0, "orders")
+    assert p is not None and (p.position, p.strategy) == (124, "mm2-offset-sync")
+    previous = Visit(A, positions={("orders", 0): 125})
+    p = starts(Broker(), previous, internal, answered=True).choose("kafka-a.orders", 0, "orders")
+    assert p is not None and (p.position, p.strategy) == (123, "mm2-offset-sync")
+    # kafka-a did not answer: its syncs are out of reach, the older checkpoint is what is left.
+    p = starts(Broker(), previous, internal).choose("kafka-a.orders", 0, "orders")
+    assert p is not None and (p.position, p.strategy) == (48, "mm2-checkpoint")
+
+
+def test_the_offset_syncs_of_a_recreated_copy_forget_the_older_ones() -> None:
+    syncs = [OffsetSync("orders", 0, 100, 100), OffsetSync("orders", 0, 150, 3)]
+    internal = {"kafka-a:mm2-offset-syncs.kafka-b.internal": syncs}
+    p = starts(Broker(low=0), Visit(A, positions={("orders", 0): 120}), internal, answered=True).choose(
+        "kafka-a.orders", 0, "orders"
+    )
+    assert p is not None and (p.position, p.strategy) == (0, "beginning")
 
 
 def test_failback_translates_the_position_on_the_copy_back_through_the_offset_syncs() -> None:
