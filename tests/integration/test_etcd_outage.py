@@ -21,6 +21,9 @@ from tests.integration.kafka_helpers import create_topic, route_config
 from tests.integration.pulsar_helpers import acknowledge_until
 from tests.support import capture_logs, wait_for
 
+# Part of the real-broker tier: the same test on both reference clusters.
+pytestmark = pytest.mark.apache
+
 ROUTE = "payments"
 OUTAGE_S = 15.0
 QUIET = {"logger": pulsar.ConsoleLogger(pulsar.LoggerLevel.Error), "operation_timeout_seconds": 10}

@@ -8,6 +8,7 @@ import time
 import uuid
 from collections.abc import Callable
 
+import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -21,6 +22,9 @@ from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, produce_values, route_config, wait_copied
 from tests.integration.kafka_helpers import producer as raw_producer
 from tests.support import capture_logs, wait_for
+
+# Part of the real-broker tier: the same test on both reference clusters.
+pytestmark = pytest.mark.apache
 
 
 def hold(consumer: Consumer, count: int, timeout: float = 60.0) -> list[Message]:

@@ -22,6 +22,9 @@ from tests.integration.kafka_helpers import create_topic, read_all, route_config
 from tests.integration.kafka_helpers import topics as all_topics
 from tests.support import wait_for
 
+# Part of the real-broker tier: the same test on both reference clusters.
+pytestmark = pytest.mark.apache
+
 
 def values_on(rc: RefCluster, cluster: str, topics: list[str], partitions: int) -> dict[bytes, set[RecordId]]:
     """value -> the hs-ids it was stored with, over the given topics of one cluster."""

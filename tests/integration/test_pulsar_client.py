@@ -26,6 +26,9 @@ from hotstandby.refcluster import RefCluster
 from tests.integration.pulsar_helpers import acknowledge_until, nothing_more, take
 from tests.support import wait_for
 
+# Part of the real-broker tier: the same test on both reference clusters.
+pytestmark = pytest.mark.apache
+
 ROUTE = "payments"
 
 

@@ -19,7 +19,8 @@ from tests.support import wait_for
 
 pyspark = pytest.importorskip("pyspark")
 
-pytestmark = pytest.mark.integration
+# Part of the real-broker tier: the same test on both reference clusters.
+pytestmark = [pytest.mark.integration, pytest.mark.apache]
 
 
 def options(rc: RefCluster, namespace: str, topic: str, **extra: str) -> dict[str, str]:

@@ -6,12 +6,17 @@ from __future__ import annotations
 import threading
 import uuid
 
+import pytest
+
 from hotstandby import SwitchEvent, SwitchPhase, metrics
 from hotstandby.adapters.kafka import Producer
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.polling import wait_until
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, route_config
+
+# Part of the real-broker tier: the same test on both reference clusters.
+pytestmark = pytest.mark.apache
 
 
 def test_a_flip_under_a_kafka_producer_reports_started_then_completed(
