@@ -109,11 +109,14 @@ class DrillContext:
     #: cleared by a workload to hold the producer back (until the deadline at most)
     producing: threading.Event = field(default_factory=threading.Event)
     held_s: float = 0.0
+    # Set while a killed broker is restarted (seconds on the real systems): the records due
+    # meanwhile wait, so that the flips after it still fall mid-stream.
+    restarting: threading.Event = field(default_factory=threading.Event)
     allowed: int | None = None  # lockstep: records the producer may send before the next flip
 
     def _may_send(self, seq: int) -> bool:
         allowed = self.allowed
-        return self.producing.is_set() and (allowed is None or seq < allowed)
+        return self.producing.is_set() and not self.restarting.is_set() and (allowed is None or seq < allowed)
 
     def __post_init__(self) -> None:
         self.producing.set()
@@ -253,7 +256,7 @@ def run_drill(
             milestone = options.milestone(k)
             wait_until(functools.partial(_reached, ctx, milestone), "producing", 600)
             if restart is not None:
-                _restart(rc, workload, restart)
+                _restart(rc, workload, restart, ctx)
                 restart = None
             workload.before_flip(k, ctx)
             route = center.route(workload.route)
@@ -270,7 +273,7 @@ def run_drill(
             workload.after_flip(k, ctx)
             _wait_moved(center, workload.route, mark, wait_until, functools.partial(_finished, ctx))
         if restart is not None:
-            _restart(rc, workload, restart)
+            _restart(rc, workload, restart, ctx)
         wait_until(ctx.producing_done.is_set, "producing", options.timeout_s)
         if not wait_until(lambda: not tally.lost(), "consuming", options.timeout_s):
             log.warning("drill.incomplete", missing=len(tally.lost()), sample=tally.lost()[:10],
@@ -349,9 +352,14 @@ def _wait_moved(
         log.warning("drill.switch_slow", to=mark.to)
 
 
-def _restart(rc: RefCluster, workload: Workload, broker: str) -> None:
-    """Bring the killed broker back empty and provision the drill's topic on it again, as an
-    SRE rebuilding a lost cluster would (replication only creates the remote copies)."""
-    waited = rc.restart(broker)
-    workload.restarted(rc, broker)
-    log.info("drill.restarted", broker=broker, empty=True, waited_s=round(waited, 2))
+def _restart(rc: RefCluster, workload: Workload, broker: str, ctx: DrillContext) -> None:
+    """Bring the killed broker back (the lite Kafka brokers empty, the others with their data)
+    and provision the drill's topic on it again, as an SRE rebuilding a lost cluster would
+    (replication only creates the remote copies). The producer waits meanwhile."""
+    ctx.restarting.set()
+    try:
+        waited = rc.restart(broker)
+        workload.restarted(rc, broker)
+    finally:
+        ctx.restarting.clear()
+    log.info("drill.restarted", broker=broker, waited_s=round(waited, 2))

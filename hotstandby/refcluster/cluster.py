@@ -336,8 +336,12 @@ class RefCluster:
         info = self._component(component)
         stop_pid(info["pid"], info["argv"], sig=sig)
 
-    def restart(self, component: str, *, timeout: float = 30.0) -> float:
-        """Start a stopped component again with the same arguments and data; returns seconds to ready."""
+    def restart(self, component: str, *, timeout: float | None = None) -> float:
+        """Start a stopped component again with the same arguments and data; returns seconds to
+        ready (``timeout``: 30 s on the lite cluster, 120 s on the apache one, whose JVMs
+        recover their data first)."""
+        if timeout is None:
+            timeout = 120.0 if self.brokers == "apache" else 30.0
         state = self.state() or {}
         info = self._component(component)
         if is_running(info["pid"], info["argv"]):
