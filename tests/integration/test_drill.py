@@ -41,6 +41,7 @@ def test_drill_with_a_killed_primary_and_failback_loses_and_duplicates_nothing(
     assert refcluster.is_up(), "the drill restarts the broker it killed"
 
 
+@pytest.mark.apache
 def test_pulsar_drill_with_a_killed_primary_loses_and_duplicates_nothing(
     refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -67,6 +68,7 @@ def test_pulsar_drill_with_a_killed_primary_loses_and_duplicates_nothing(
     assert refcluster.is_up()
 
 
+@pytest.mark.apache
 def test_spark_drill_with_a_killed_primary_and_a_killed_driver_loses_and_duplicates_nothing(
     refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -22,7 +22,8 @@ from tests.integration.test_spark_pulsar import send
 from tests.integration.test_spark_source import replicated
 from tests.support import wait_for
 
-pytestmark = pytest.mark.integration
+# Part of the real-broker tier: the same test on both reference clusters.
+pytestmark = [pytest.mark.integration, pytest.mark.apache]
 
 
 def values_of(task: ReadsPartition) -> tuple[list[str], set[str]]:
