@@ -41,7 +41,6 @@ def test_drill_with_a_killed_primary_and_failback_loses_and_duplicates_nothing(
     assert refcluster.is_up(), "the drill restarts the broker it killed"
 
 
-@pytest.mark.apache
 def test_pulsar_drill_with_a_killed_primary_loses_and_duplicates_nothing(
     refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:

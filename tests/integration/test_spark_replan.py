@@ -22,8 +22,7 @@ from tests.integration.test_spark_pulsar import send
 from tests.integration.test_spark_source import replicated
 from tests.support import wait_for
 
-# Part of the real-broker tier: the same test on both reference clusters.
-pytestmark = [pytest.mark.integration, pytest.mark.apache]
+pytestmark = pytest.mark.integration
 
 
 def values_of(task: ReadsPartition) -> tuple[list[str], set[str]]:
@@ -47,6 +46,7 @@ def count_messages(url: str, topic: str) -> int:
         client.close()
 
 
+@pytest.mark.apache
 def test_a_task_whose_cluster_died_reads_on_the_new_cluster_and_its_replay_reads_the_same(
     refcluster: RefCluster, center: ConfigCenter, namespace: str
 ) -> None:
