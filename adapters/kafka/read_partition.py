@@ -21,26 +21,13 @@ def read_to_end(config: dict[str, Any], topic: str, partition: int = 0, *, timeo
     """
     consumer = Consumer(with_logger({**config, "enable.auto.commit": False, "enable.partition.eof": True}))
     try:
+        deadline = time.monotonic() + timeout
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
         if high <= low:
             return []
-        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
-        out: list[Message] = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise KafkaException(err)
-            out.append(msg)
-            offset = msg.offset()
-            if offset is not None and offset >= high - 1:
-                return out
-        raise TimeoutError(f"reading {topic}[{partition}] to offset {high} took more than {timeout} s")
+        return _read_until(consumer, topic, {partition: high}, deadline)
+    except TimeoutError:
+        raise TimeoutError(f"reading {topic}[{partition}] to offset {high} took more than {timeout} s") from None
     finally:
         consumer.close()
 
@@ -62,23 +49,31 @@ def read_every_partition(config: dict[str, Any], topic: str, *, timeout: float =
                 highs[partition] = high
         if not highs:
             return []
-        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for partition in highs])
-        out: list[Message] = []
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise KafkaException(err)
-            out.append(msg)
-            partition, offset = msg.partition(), msg.offset()
-            if partition in highs and offset is not None and offset >= highs[partition] - 1:
-                del highs[partition]
-                if not highs:
-                    return out
-        raise TimeoutError(f"reading {topic} to its end offsets took more than {timeout} s")
+        return _read_until(consumer, topic, highs, deadline)
+    except TimeoutError:
+        raise TimeoutError(f"reading {topic} to its end offsets took more than {timeout} s") from None
     finally:
         consumer.close()
+
+
+def _read_until(consumer: Consumer, topic: str, highs: dict[int, int], deadline: float) -> list[Message]:
+    """Read the partitions of ``highs`` from their beginnings to those offsets (each in order)."""
+    consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING) for partition in highs])
+    out: list[Message] = []
+    left = dict(highs)
+    while time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is None:
+            continue
+        err = msg.error()
+        if err is not None:
+            if err.code() == KafkaError._PARTITION_EOF:
+                continue
+            raise KafkaException(err)
+        out.append(msg)
+        partition, offset = msg.partition(), msg.offset()
+        if partition in left and offset is not None and offset >= left[partition] - 1:
+            del left[partition]
+            if not left:
+                return out
+    raise TimeoutError

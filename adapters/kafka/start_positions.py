@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer as RawConsumer
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
 from hotstandby.adapters.kafka.mm2.policy import ReplicationPolicy
@@ -46,6 +46,7 @@ __all__ = ["StartPositions", "Visit"]
 log = get_logger("hotstandby.kafka.consumer")
 
 _LOOKUP_TIMEOUT_S = 5.0
+_MISSING = frozenset({KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_OR_PART})
 Slot = tuple[str, int]
 
 
@@ -96,7 +97,10 @@ class StartPositions:
                         out.append(decode(msg.key() or b"", msg.value() or b""))
                     except FormatError:
                         continue
-            except (KafkaException, TimeoutError) as exc:
+            except KafkaException as exc:
+                if exc.args[0].code() not in _MISSING:  # a topic MM2 never wrote holds nothing
+                    log.info("consumer.lookup_failed", cluster=spec.name, topic=topic, error=str(exc))
+            except TimeoutError as exc:
                 log.info("consumer.lookup_failed", cluster=spec.name, topic=topic, error=str(exc))
             self._cache[(kind, spec.name, topic)] = out
         return self._cache[(kind, spec.name, topic)]

@@ -29,23 +29,28 @@ def forward(store: OffsetSyncStore, topic: str, partition: int, committed: int) 
     return Proposal(downstream, "mm2-offset-sync", f"{topic}[{partition}]@{committed} -> {downstream}")
 
 
+def _current(syncs: Iterable[OffsetSync], topic: str, partition: int) -> list[OffsetSync]:
+    """The syncs of ``topic``/``partition`` in the order written, since the copy's last
+    downstream rewind (a recreated copy: earlier syncs describe another topic)."""
+    current: list[OffsetSync] = []
+    for sync in syncs:
+        if sync.topic != topic or sync.partition != partition:
+            continue
+        if current and sync.downstream_offset < current[-1].downstream_offset:
+            current = []
+        current.append(sync)
+    return current
+
+
 def from_syncs(syncs: Iterable[OffsetSync], topic: str, partition: int, committed: int) -> Proposal | None:
     """Position on the copy of ``topic`` for a group at ``committed`` on the source, from every
     sync of the flow in the order written (MM2's rule, without its 64-slot thinning): the newest
     sync at or before ``committed``; equal gives its downstream offset, ahead gives + 1. A
     downstream rewind (the copy was recreated) forgets the syncs before it."""
-    best: OffsetSync | None = None
-    last_downstream = -1
-    for sync in syncs:
-        if sync.topic != topic or sync.partition != partition:
-            continue
-        if sync.downstream_offset < last_downstream:
-            best = None
-        last_downstream = sync.downstream_offset
-        if sync.upstream_offset <= committed and (best is None or sync.upstream_offset >= best.upstream_offset):
-            best = sync
-    if best is None:
+    before = [sync for sync in _current(syncs, topic, partition) if sync.upstream_offset <= committed]
+    if not before:
         return None
+    best = max(reversed(before), key=lambda sync: sync.upstream_offset)  # ties: the newest
     downstream = best.downstream_offset + (0 if best.upstream_offset == committed else 1)
     return Proposal(downstream, "mm2-offset-sync", f"{topic}[{partition}]@{committed} -> {downstream}")
 
@@ -56,20 +61,10 @@ def reverse(syncs: Iterable[OffsetSync], topic: str, partition: int, position_on
     ``syncs`` are the flow's offset syncs for ``topic``/``partition`` in the order written.
     Syncs are read in order and a downstream rewind (the copy was recreated) forgets older ones.
     """
-    best: OffsetSync | None = None
-    last_downstream = -1
-    for sync in syncs:
-        if sync.topic != topic or sync.partition != partition:
-            continue
-        if sync.downstream_offset < last_downstream:
-            best = None  # the copy was recreated: earlier syncs describe another topic
-        last_downstream = sync.downstream_offset
-        if sync.downstream_offset <= position_on_copy and (
-            best is None or sync.downstream_offset >= best.downstream_offset
-        ):
-            best = sync
-    if best is None:
+    before = [sync for sync in _current(syncs, topic, partition) if sync.downstream_offset <= position_on_copy]
+    if not before:
         return None
+    best = max(reversed(before), key=lambda sync: sync.downstream_offset)  # ties: the newest
     upstream = best.upstream_offset + (0 if best.downstream_offset == position_on_copy else 1)
     return Proposal(upstream, "mm2-reverse-sync", f"copy@{position_on_copy} -> {topic}[{partition}]@{upstream}")
 
