@@ -26,7 +26,7 @@ from hotstandby.drill.runner import DrillContext, DrillOptions, DrillProgress, n
 from hotstandby.logs import get_logger
 from hotstandby.refcluster import RefCluster
 
-__all__ = ["WORKLOAD", "PulsarWorkload", "run"]
+__all__ = ["WORKLOAD", "PulsarWorkload", "acknowledge_due", "run"]
 
 log = get_logger("hotstandby.drill")
 
@@ -126,14 +126,7 @@ class PulsarWorkload:
                         consumer.negative_acknowledge(msg)
                     else:
                         held.append((time.monotonic() + rnd.uniform(0, MAX_ACK_DELAY_S), msg))
-                now = time.monotonic()
-                due = [m for at, m in held if at <= now]
-                if due:
-                    held = [(at, m) for at, m in held if at > now]
-                    rnd.shuffle(due)  # out of order
-                    for m in due:
-                        consumer.acknowledge(m)
-                    ctx.tally.acknowledged([int(m.data()) for m in due])
+                held = acknowledge_due(consumer, held, rnd, ctx)
         finally:
             if consumer is not None:
                 ctx.filtered["shared"] = consumer.filtered  # one count for the consumers sharing a client
@@ -167,6 +160,21 @@ class PulsarWorkload:
                 ctx.filtered["exclusive"] = consumer.filtered
                 consumer.close()
             self._release_shared()
+
+
+def acknowledge_due(consumer: Any, held: list[tuple[float, Any]], rnd: random.Random,
+                    ctx: DrillContext) -> list[tuple[float, Any]]:  # fmt: skip
+    """Acknowledge the messages of ``held`` ((acknowledge at, message) pairs) that are due, in
+    a shuffled order; the rest."""
+    now = time.monotonic()
+    due = [m for at, m in held if at <= now]
+    if not due:
+        return held
+    rnd.shuffle(due)  # out of order
+    for m in due:
+        consumer.acknowledge(m)
+    ctx.tally.acknowledged([int(m.data()) for m in due])
+    return [(at, m) for at, m in held if at > now]
 
 
 def _receive(ctx: DrillContext, client: Client, consumer: Consumer) -> pulsar.Message | None:

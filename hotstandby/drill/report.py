@@ -17,9 +17,11 @@ class SwitchReport:
     to: str
     latency_ms: float | None  # route flip -> first record consumed on the new cluster
     killed: bool = False  # the old cluster's broker was SIGKILLed just before the flip
+    duplicated: int = 0  # of the drill's duplicates, those seen from this flip to the next
 
     def to_dict(self) -> dict[str, Any]:
-        return {"from": self.source, "to": self.to, "latency_ms": self.latency_ms, "killed": self.killed}
+        return {"from": self.source, "to": self.to, "latency_ms": self.latency_ms, "killed": self.killed,
+                "duplicated": self.duplicated}  # fmt: skip
 
 
 @dataclass(frozen=True)

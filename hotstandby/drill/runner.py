@@ -302,7 +302,7 @@ def run_drill(
         failed_deliveries=len(tally.failed - tally.produced),
         consumers=options.consumers,
         seconds=round(time.monotonic() - started, 1),
-        switches=[SwitchReport(m.source, m.to, m.latency_ms, m.killed) for m in tally.switches],
+        switches=[SwitchReport(m.source, m.to, m.latency_ms, m.killed, m.duplicated) for m in tally.switches],
         lost_sample=lost[:20],
         duplicated_sample=list(tally.duplicated_sample),
         namespace=namespace,

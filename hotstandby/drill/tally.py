@@ -31,6 +31,7 @@ class SwitchMark:
     at: float = field(default_factory=time.monotonic)
     killed: bool = False
     first_consumed: float | None = None
+    duplicated: int = 0  # records delivered again after they were consumed, from this flip to the next
 
     @property
     def latency_ms(self) -> float | None:
@@ -63,6 +64,8 @@ class Tally:
             self.deliveries += 1
             if seq in self.consumed:
                 self.duplicated += 1
+                if self.switches:
+                    self.switches[-1].duplicated += 1
                 if len(self.duplicated_sample) < _SAMPLE:
                     self.duplicated_sample.append(seq)
                     since = self.switches[-1].at if self.switches else None

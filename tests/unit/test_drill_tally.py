@@ -31,6 +31,21 @@ def test_delivery_after_acknowledgement_is_a_duplicate_before_it_is_a_redelivery
     assert t.duplicated_sample == [7]
 
 
+def test_duplicates_count_against_the_flip_they_follow() -> None:
+    t = Tally()
+    t.received(1, "a")
+    t.acknowledged([1])
+    t.received(1, "a")  # before any flip: the drill's total only
+    t.flip("a", "b")
+    t.received(1, "b")
+    t.received(1, "b")
+    second = t.flip("b", "a")
+    t.received(1, "a")
+    assert t.duplicated == 4
+    assert [m.duplicated for m in t.switches] == [2, 1]
+    assert second.duplicated == 1
+
+
 def test_switch_latency_is_first_record_on_the_new_cluster_after_the_flip() -> None:
     t = Tally()
     mark = t.flip("a", "b")
@@ -47,7 +62,7 @@ def test_switch_latency_is_first_record_on_the_new_cluster_after_the_flip() -> N
 def test_report_fails_on_loss_or_duplicate_and_serializes_the_documented_keys() -> None:
     base = dict(system="kafka", produced=10, consumed=10, lost=0, duplicated=0, redelivered=0, filtered=4,
                 resent=2, failed_deliveries=0, replicated=1, consumers=2, seconds=1.0,
-                switches=[SwitchReport("kafka-a", "kafka-b", 12.5, killed=True)])  # fmt: skip
+                switches=[SwitchReport("kafka-a", "kafka-b", 12.5, killed=True, duplicated=3)])  # fmt: skip
     assert DrillReport(**base).ok  # type: ignore[arg-type]
     assert not DrillReport(**{**base, "lost": 1}).ok  # type: ignore[arg-type]
     assert not DrillReport(**{**base, "duplicated": 1}).ok  # type: ignore[arg-type]
@@ -55,5 +70,6 @@ def test_report_fails_on_loss_or_duplicate_and_serializes_the_documented_keys() 
     data = json.loads(json.dumps(DrillReport(**base).to_dict()))  # type: ignore[arg-type]
     for key in ("produced", "consumed", "lost", "duplicated", "filtered", "resent", "replicated", "switches"):
         assert key in data
-    assert data["switches"] == [{"from": "kafka-a", "to": "kafka-b", "latency_ms": 12.5, "killed": True}]
+    assert data["switches"] == [{"from": "kafka-a", "to": "kafka-b", "latency_ms": 12.5, "killed": True,
+                                 "duplicated": 3}]  # fmt: skip
     assert "FAIL" in DrillReport(**{**base, "lost": 1, "lost_sample": [3]}).human()  # type: ignore[arg-type]
