@@ -1,8 +1,9 @@
 """Switch latency: route flip in etcd -> first record consumed on the new cluster.
 
-    python bench/switch_latency.py --system kafka|pulsar [--switches K] [--json]
+    python bench/switch_latency.py --system kafka|pulsar [--switches K] [--brokers lite|apache]
+                                   [--refcluster-dir DIR] [--json]
 
-Starts its own reference cluster on free loopback ports and runs the drill's workload (an SDK
+Starts its own reference cluster on free loopback ports (or uses one that is up) and runs the drill's workload (an SDK
 producer at a steady rate, two SDK consumers in one group) through K planned flips
 A -> B -> A ..., measuring each flip from the etcd write to the first record a consumer
 receives on the new cluster: the drain of the old cluster, the group join on the new one
@@ -16,12 +17,12 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
+
+from bench_cluster import add_cluster_options, reference_cluster
 
 from hotstandby.drill import DrillOptions
 from hotstandby.drill.systems import drill_system
 from hotstandby.logs import configure
-from hotstandby.refcluster import Ports, RefCluster
 
 
 def main() -> int:
@@ -30,6 +31,7 @@ def main() -> int:
     parser.add_argument("--switches", type=int, default=12)
     parser.add_argument("--rate", type=int, default=100, help="records/s offered by the producer")
     parser.add_argument("--json", action="store_true")
+    add_cluster_options(parser)
     args = parser.parse_args()
     if args.switches < 10:
         parser.error("--switches must be at least 10 for a p99")
@@ -37,7 +39,8 @@ def main() -> int:
     # About 5 s of records between flips: enough for the consumers to settle on each cluster.
     messages = args.rate * 5 * (args.switches + 1)
     options = DrillOptions(messages=messages, switches=args.switches, consumers=2, rate=args.rate, timeout_s=110)
-    with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, RefCluster(tmp, Ports.free()) as rc:
+    with reference_cluster(args.brokers, args.refcluster_dir) as rc:
+        brokers = rc.brokers
         report = drill_system(args.system, rc, options)
     latencies = [s.latency_ms for s in report.switches if s.latency_ms is not None]
     if len(latencies) < 2:
@@ -46,6 +49,7 @@ def main() -> int:
     q = statistics.quantiles(sorted(latencies), n=100, method="inclusive")
     result = {
         "system": args.system,
+        "brokers": brokers,
         "switches": len(report.switches),
         "measured": len(latencies),
         "p50_ms": round(q[49], 1),

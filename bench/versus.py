@@ -19,21 +19,18 @@ that is up (which it leaves running).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from bench_cluster import add_cluster_options, reference_cluster
 from versus_workloads import KafkaVersus, PulsarVersus
 
 from hotstandby.drill import DrillOptions
 from hotstandby.drill.report import DrillReport
 from hotstandby.drill.runner import new_run_id, run_drill
 from hotstandby.logs import configure
-from hotstandby.refcluster import Ports, RefCluster
 
 FLIPS = ("kill", "failback", "planned")  # the order run_drill makes them in, with kill_primary
 ROWS: dict[str, tuple[tuple[str, type[KafkaVersus] | type[PulsarVersus], bool], ...]] = {
@@ -59,18 +56,6 @@ class Row:
         return cls(system, client, report.produced, report.lost, report.duplicated, report.redelivered, flips)
 
 
-@contextlib.contextmanager
-def _cluster(brokers: str, directory: str | None) -> Iterator[RefCluster]:
-    if directory is not None:
-        rc = RefCluster(directory)
-        if not rc.is_up():
-            raise SystemExit(f"no reference cluster is up in {directory}")
-        yield rc
-        return
-    with tempfile.TemporaryDirectory(prefix="hs-versus-") as tmp, RefCluster(tmp, Ports.free(), brokers=brokers) as rc:
-        yield rc
-
-
 def _table(rows: list[Row], settings: dict[str, Any]) -> str:
     def ms(flip: dict[str, Any] | None) -> str:
         if flip is None or flip["first_record_ms"] is None:
@@ -90,8 +75,7 @@ def _table(rows: list[Row], settings: dict[str, Any]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--brokers", choices=("apache", "lite"), default="apache")
-    parser.add_argument("--refcluster-dir", help="use the reference cluster up in this directory")
+    add_cluster_options(parser, default="apache")
     parser.add_argument("--systems", default="kafka,pulsar")
     parser.add_argument("--messages", type=int, default=6000)
     parser.add_argument("--rate", type=int, default=200, help="records/s offered by the producer")
@@ -106,7 +90,7 @@ def main() -> int:
     options = DrillOptions(messages=args.messages, switches=len(FLIPS), kill_primary=True, consumers=2, lockstep=True,
                            rate=args.rate, timeout_s=600, settle_s=10)  # fmt: skip
     rows: list[Row] = []
-    with _cluster(args.brokers, args.refcluster_dir) as rc:
+    with reference_cluster(args.brokers, args.refcluster_dir) as rc:
         brokers = rc.brokers
         for system in systems:
             for client, workload, raw in ROWS[system]:

@@ -15,6 +15,7 @@ from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 from hotstandby.adapters.kafka import Consumer, Producer
 from hotstandby.adapters.kafka.admin_clients import shared_admin
 from hotstandby.configcenter.documents import ClusterSpec
+from hotstandby.configcenter.polling import wait_until
 from hotstandby.drill.report import DrillReport
 from hotstandby.drill.runner import DrillContext, DrillFailed, DrillOptions, DrillProgress, new_run_id, run_drill
 from hotstandby.logs import get_logger
@@ -26,6 +27,7 @@ log = get_logger("hotstandby.drill")
 
 ROUTE = "orders"
 _IDLE_REPORT_S = 10.0
+_COPY_WAIT_S = 60.0
 PARTITIONS = 4  # what Tansu creates by itself when a restarted, empty broker is asked for the topic
 
 
@@ -37,6 +39,21 @@ def _create_topic(spec: ClusterSpec, topic: str) -> None:
     except KafkaException as exc:
         if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
             raise
+
+
+def _wait_topic(spec: ClusterSpec, topic: str) -> None:
+    """Wait until ``topic`` exists on ``spec``'s cluster (the replicator creates copies)."""
+    admin = shared_admin(spec)
+
+    def there() -> bool:
+        try:
+            found = admin.list_topics(topic, timeout=5).topics.get(topic)
+        except KafkaException:
+            return False
+        return found is not None and found.error is None
+
+    if not wait_until(there, _COPY_WAIT_S, first=0.2, most=0.5):
+        raise DrillFailed(f"the replicator did not create {topic} on {spec.name} within {_COPY_WAIT_S:.0f} s")
 
 
 def _seq(msg: Message) -> int:
@@ -63,6 +80,10 @@ class KafkaWorkload:
     def prepare(self, rc: RefCluster, ctx: DrillContext) -> None:
         for broker in ("kafka-a", "kafka-b"):
             _create_topic(rc.cluster_spec(broker), self.topic)
+        # As in production, where a topic is replicated long before anyone fails over: the
+        # group's members then all subscribe to the topic and its copy from the start.
+        for source, target in (("kafka-a", "kafka-b"), ("kafka-b", "kafka-a")):
+            _wait_topic(rc.cluster_spec(target), f"{source}{rc.link(source, target).separator}{self.topic}")
 
     def restarted(self, rc: RefCluster, broker: str) -> None:
         _create_topic(rc.cluster_spec(broker), self.topic)  # Tansu came back empty

@@ -354,3 +354,58 @@ def test_without_auto_commit_only_what_the_application_commits_is_acknowledged(
     finally:
         consumer.close()
     assert sorted(again) == sorted(set(values) - committed), "exactly the uncommitted records, once"
+
+
+def test_a_copy_that_appears_later_is_assigned_with_its_topic_partition_by_partition(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """A remote copy created once the members are in the group (as the replicator does for a
+    new topic) joins their subscription within seconds, and each member holds the same
+    partitions of the topic and of the copy: a record there twice (a producer's re-sent twin
+    and its copy) then reaches one member, whose ledger filters it."""
+    if refcluster.brokers != "apache":
+        pytest.skip("the lite Kafka broker (Tansu) describes a group without its members' assignments")
+    topic = f"cp-{uuid.uuid4().hex[:8]}"
+    copy = f"kafka-b.{topic}"
+    spec = refcluster.cluster_spec("kafka-a")
+    create_topic(spec, topic, 4)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    members = [Consumer(route_config(refcluster, namespace, **{"group.id": group})) for _ in range(2)]
+    admin = AdminClient({**spec.client_config("admin"), "bootstrap.servers": spec.url})
+
+    def assignments() -> list[dict[str, set[int]]]:
+        found = admin.describe_consumer_groups([group], request_timeout=5)[group].result(10)
+        out = []
+        for member in found.members:
+            parts: dict[str, set[int]] = {}
+            for tp in member.assignment.topic_partitions:
+                parts.setdefault(tp.topic, set()).add(tp.partition)
+            out.append(parts)
+        return out
+
+    def polling_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, f"{what} within {timeout} s: {assignments()}"
+            for member in members:  # a rebalance needs every member to poll
+                member.poll(0.1)
+
+    try:
+        for member in members:
+            member.subscribe([topic])
+        polling_until(lambda: sum(len(a.get(topic, ())) for a in assignments()) == 4 and len(assignments()) == 2,
+                      60, "both members share the topic")  # fmt: skip
+        create_topic(spec, copy, 4)
+
+        def together() -> bool:
+            found = assignments()
+            return len(found) == 2 and all(a.get(topic) and a.get(topic) == a.get(copy) for a in found)
+
+        # The member that sees the copy first may get all of it; the other one rejoins once
+        # it sees the copy too (consumer_state.METADATA_REFRESH_MS).
+        polling_until(together, 30, "each member holding the same partitions of the topic and the copy")
+    finally:
+        closing = threading.Thread(target=members[0].close)
+        closing.start()
+        members[1].close()
+        closing.join(60)

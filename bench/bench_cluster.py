@@ -1,0 +1,29 @@
+"""The reference cluster a benchmark runs on: its own, on free loopback ports, or one that is up."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import tempfile
+from collections.abc import Iterator
+
+from hotstandby.refcluster import Ports, RefCluster
+
+
+def add_cluster_options(parser: argparse.ArgumentParser, *, default: str = "lite") -> None:
+    parser.add_argument("--brokers", choices=("apache", "lite"), default=default,
+                        help=f"the reference cluster to start (default {default})")  # fmt: skip
+    parser.add_argument("--refcluster-dir", help="use the reference cluster up in this directory (left running)")
+
+
+@contextlib.contextmanager
+def reference_cluster(brokers: str, directory: str | None) -> Iterator[RefCluster]:
+    """The cluster up in ``directory``, or a new one of ``brokers`` stopped afterwards."""
+    if directory is not None:
+        rc = RefCluster(directory)
+        if not rc.is_up():
+            raise SystemExit(f"no reference cluster is up in {directory}")
+        yield rc
+        return
+    with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, RefCluster(tmp, Ports.free(), brokers=brokers) as rc:
+        yield rc
