@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +88,7 @@ def main() -> int:
         parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
     # A killed broker makes every client log its connection attempts: left out unless asked for.
     configure("warning" if args.verbose else "critical")
+    logging.getLogger("bench").setLevel(logging.WARNING if args.verbose else logging.CRITICAL)  # the raw clients
     options = DrillOptions(messages=args.messages, switches=len(FLIPS), kill_primary=True, consumers=2, lockstep=True,
                            rate=args.rate, timeout_s=600, settle_s=10)  # fmt: skip
     rows: list[Row] = []

@@ -8,7 +8,8 @@
 * the core waits for the group's other members (``peer_labels``) to have stored theirs, so
   their ledgers are stored before anyone reads on the new cluster;
 * ``connect`` — a raw consumer of the new cluster that answers, once no member is still
-  leaving the group there (``group_leave``);
+  leaving the group there (``group_leave``) and the members this process left behind there
+  when that cluster died are removed from the group (``stale_members``);
 * ``move`` — the swap: the new consumer subscribes (or is assigned the partitions the
   application assigned), each partition starts at its translated position
   (``start_positions``), nothing handed out on the old cluster is pending any more;
@@ -29,6 +30,7 @@ from hotstandby.adapters.kafka.consumer_fetch import Fetcher
 from hotstandby.adapters.kafka.consumer_rebalance import Assignments
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
 from hotstandby.adapters.kafka.group_leave import GroupLeaves
+from hotstandby.adapters.kafka.stale_members import STALE
 from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.configcenter.polling import wait_until
@@ -124,6 +126,7 @@ class ConsumerSwitch:
             raise
         self._new = new
         self.leaves.await_none(plan.destination)
+        STALE.remove(plan.destination, self._s.group)  # left there when it died: it must not wait for them
 
     def move(self, plan: SwitchPlan) -> None:
         s = self._s

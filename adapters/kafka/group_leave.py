@@ -39,6 +39,7 @@ from confluent_kafka import ConsumerGroupState, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka.admin_clients import shared_admin
+from hotstandby.adapters.kafka.stale_members import STALE
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.configcenter.leased import LeasedKey, leased_values
@@ -154,6 +155,7 @@ def leave_in_turn(
     if _settled(admin, spec, group) is None:
         if harmless is not None:
             harmless()
+        STALE.add(spec.name, group, _member_id(raw))  # removed there before we join again
         close_within(raw, group, _GONE_CLOSE_S)
         return lambda: None
     held = False
@@ -166,6 +168,13 @@ def leave_in_turn(
             lock.release()
         raise
     return functools.partial(_release_when_settled, admin, spec, group, lock if held else None, deadline, timeout)
+
+
+def _member_id(raw: Any) -> str | None:
+    try:
+        return str(raw.memberid() or "") or None
+    except (KafkaException, RuntimeError):
+        return None
 
 
 def _await_turn(raw: Any, admin: AdminClient, spec: ClusterSpec, group: str, lock: StoreLock, deadline: float) -> bool:

@@ -85,6 +85,7 @@ class RefCluster:
         self.requested_secure = secure
         self.requested_flavour = flavour(brokers)
         self._children: dict[str, Any] = {}
+        self._plans: dict[str, FlowPlan] = {}  # the replicators' plans for their current start
 
     # -- state ---------------------------------------------------------------------------
 
@@ -180,11 +181,16 @@ class RefCluster:
         return self.flavour.system_of(source).link(source, target)
 
     def _flow(self, component: str, ports: Ports) -> FlowPlan:
-        source, target = self.flavour.flow_of(component)
-        return self.flavour.system_of(source).flow(
-            self.cluster_spec(source, ports), self.cluster_spec(target, ports), self.link(source, target),
-            etcd=self.etcd_access(ports).url, namespace=self.namespace, directory=self.dir / "replicators",
-        )  # fmt: skip
+        """The replicator's plan for this start, made once: making one writes its configuration
+        and clears its status file, which must not happen again once it runs."""
+        plan = self._plans.get(component)
+        if plan is None:
+            source, target = self.flavour.flow_of(component)
+            plan = self._plans[component] = self.flavour.system_of(source).flow(
+                self.cluster_spec(source, ports), self.cluster_spec(target, ports), self.link(source, target),
+                etcd=self.etcd_access(ports).url, namespace=self.namespace, directory=self.dir / "replicators",
+            )  # fmt: skip
+        return plan
 
     def _argv(self, component: str, ports: Ports) -> list[str]:
         if component in self.replicators:
@@ -280,6 +286,7 @@ class RefCluster:
             log.warning("refcluster.partial", running=self.running())
             self.down()
         ports, flavour = self.requested_ports, self.requested_flavour
+        self._plans.clear()
         self.dir.mkdir(parents=True, exist_ok=True)
         for system in flavour.systems:
             system.prepare(self.dir, notes)
@@ -347,6 +354,7 @@ class RefCluster:
         if is_running(info["pid"], info["argv"]):
             raise RefClusterError(f"{component} is still running (pid {info['pid']})")
         ports = Ports(**state["ports"])
+        self._plans.pop(component, None)
         state["components"][component] = new = self._start(component, ports, info["argv"])
         self._write_state(state)
         return self._wait(component, ports, new, timeout)

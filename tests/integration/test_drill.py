@@ -23,6 +23,7 @@ def drill(rc: RefCluster, capsys: pytest.CaptureFixture[str], *args: str) -> tup
     return code, json.loads(out.out)
 
 
+@pytest.mark.apache
 def test_drill_with_a_killed_primary_and_failback_loses_and_duplicates_nothing(
     refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -39,8 +40,14 @@ def test_drill_with_a_killed_primary_and_failback_loses_and_duplicates_nothing(
     assert report["resent"] > 0, "the producer re-sent its unacknowledged records and replay window"
     assert report["filtered"] > 0, "copies and re-sent records of consumed ones were filtered"
     assert refcluster.is_up(), "the drill restarts the broker it killed"
+    if refcluster.brokers == "apache":
+        # The restarted coordinator loads the members the consumers left there when it died;
+        # they are removed before the failback joins (adapters/kafka/stale_members.py), so the
+        # join does not wait for their session timeout (45 s).
+        assert report["switches"][1]["latency_ms"] < 30_000, report["switches"]
 
 
+@pytest.mark.apache
 def test_pulsar_drill_with_a_killed_primary_loses_and_duplicates_nothing(
     refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:

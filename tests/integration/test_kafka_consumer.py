@@ -9,11 +9,13 @@ import uuid
 from collections.abc import Callable
 
 import pytest
+from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import ConsumerGroupTopicPartitions, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka import Consumer
 from hotstandby.adapters.kafka.group_leave import PendingLeaves
+from hotstandby.adapters.kafka.stale_members import remove_members
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.store import LedgerStore
@@ -409,3 +411,34 @@ def test_a_copy_that_appears_later_is_assigned_with_its_topic_partition_by_parti
         closing.start()
         members[1].close()
         closing.join(60)
+
+
+def test_members_left_behind_are_removed_from_the_group(refcluster: RefCluster, namespace: str) -> None:
+    """The leave the SDK sends for members it left on a cluster that died: the broker drops
+    them from the group; a member it no longer knows counts as gone too."""
+    if refcluster.brokers != "apache":
+        pytest.skip("the lite Kafka broker (Tansu) describes a group without its members")
+    spec = refcluster.cluster_spec("kafka-a")
+    topic = f"sm-{uuid.uuid4().hex[:8]}"
+    create_topic(spec, topic, 2)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    raw = RawConsumer({"bootstrap.servers": spec.url, "group.id": group, **spec.client_config("consumer")})
+    admin = AdminClient({**spec.client_config("admin"), "bootstrap.servers": spec.url})
+
+    def members() -> list[str]:
+        found = admin.describe_consumer_groups([group], request_timeout=5)[group].result(10)
+        return [m.member_id for m in found.members]
+
+    try:
+        raw.subscribe([topic])
+        deadline = time.monotonic() + 60
+        while not raw.assignment():
+            assert time.monotonic() < deadline, "never assigned"
+            raw.poll(0.2)
+        member = raw.memberid()
+        assert members() == [member]
+        gone = remove_members(spec, group, [member, "rdkafka-never-was-a-member"])
+        assert gone == {member, "rdkafka-never-was-a-member"}
+        assert member not in members()
+    finally:
+        raw.close()

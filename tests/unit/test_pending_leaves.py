@@ -5,8 +5,10 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import uuid
 
 from hotstandby.adapters.kafka.group_leave import PendingLeaves, leave_in_turn
+from hotstandby.adapters.kafka.stale_members import STALE
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.configcenter.documents import ClusterSpec
 
@@ -59,11 +61,15 @@ def test_a_member_that_dies_while_leaving_stops_counting_when_its_lease_expires(
 class _Member:
     """A consumer leaving: records when it was closed."""
 
-    def __init__(self, events: list[str]) -> None:
+    def __init__(self, events: list[str], member: str = "rdkafka-m1") -> None:
         self.events = events
+        self.member = member
 
     def poll(self, timeout: float) -> None:
         self.events.append("poll")
+
+    def memberid(self) -> str:
+        return self.member
 
     def close(self) -> None:
         self.events.append("close")
@@ -80,9 +86,12 @@ def test_a_leave_from_a_cluster_that_does_not_answer_stops_holding_joins_before_
     members joining the restarted one need not wait for it."""
     events: list[str] = []
     spec = ClusterSpec(name="kafka-a", kind="kafka", url=_dead_address())
-    leave_in_turn(_Member(events), spec=spec, group="g", lock=None, timeout=5,
+    member = f"rdkafka-{uuid.uuid4().hex[:6]}"
+    leave_in_turn(_Member(events, member), spec=spec, group="g", lock=None, timeout=5,
                   harmless=lambda: events.append("harmless"))  # fmt: skip
     assert events == ["harmless", "close"]
+    # Left behind in the group there: removed before a consumer joins it again.
+    assert member in STALE.pending("kafka-a", "g")
 
 
 class _StuckClose:
@@ -94,6 +103,9 @@ class _StuckClose:
 
     def poll(self, timeout: float) -> None:
         pass
+
+    def memberid(self) -> str:
+        return "rdkafka-stuck"
 
     def close(self) -> None:
         self.released.wait(60)
