@@ -3,8 +3,8 @@
 Every row produces with the SDK producer (the same records, moved by the same flips); the rows
 differ in the consumers:
 
-* **Kafka**: two consumers of one group, each committing by hand (``commit()``) after a batch of
-  1-20 records. The raw consumer is what a MirrorMaker 2 user runs: told of a flip, it commits,
+* **Kafka**: two consumers of one group, each committing by hand after a batch of 1-20 records
+  (the batch's newest record of each partition, ``commit(message=...)``). The raw consumer is what a MirrorMaker 2 user runs: told of a flip, it commits,
   closes, and starts on the other cluster with the same group, subscribed to the local topic and
   to MM2's copy of the other cluster's (``<source>.<topic>``), from the offsets MM2 synced to that
   group (``sync.group.offsets.enabled``), ``auto.offset.reset=earliest`` where there are none.
@@ -139,7 +139,7 @@ class KafkaVersus(_Told, KafkaWorkload):
         goes) until the drill stops or ``left`` is set, committing after each batch."""
         rnd = random.Random(index)
         consumer = self._open(ctx, index, cluster)
-        pending: list[int] = []  # processed, not committed yet
+        pending: list[Any] = []  # processed, not committed yet
 
         def commit(*_: Any) -> None:
             if pending:
@@ -158,7 +158,7 @@ class KafkaVersus(_Told, KafkaWorkload):
                     continue
                 after = cluster if self.raw else consumer.cluster
                 ctx.tally.received(int(msg.value()), before if after == before else None)
-                pending.append(int(msg.value()))
+                pending.append(msg)
                 if len(pending) >= batch:
                     commit()
                     batch = rnd.randint(1, 20)
@@ -167,16 +167,23 @@ class KafkaVersus(_Told, KafkaWorkload):
             consumer.close()
 
 
-def _commit(consumer: Any, pending: list[int], ctx: DrillContext) -> None:
-    """Commit the consumer's positions: ``pending`` is acknowledged when that worked (else its
-    records come again, or count as lost)."""
-    seqs = list(pending)
+def _commit(consumer: Any, pending: list[Any], ctx: DrillContext) -> None:
+    """Commit each partition's last processed record (``commit(message=...)``, synchronous);
+    a partition's records are acknowledged when its commit worked. Not ``commit()``: it covers
+    the partitions assigned now, which after a rebalance (or, for the SDK, a switch) are not
+    those the records came from, and they come again."""
+    # The last handed out (offsets of two clusters do not compare; the SDK's commit covers
+    # what it handed out of the partition before the record it is given).
+    newest = {(msg.topic(), msg.partition()): msg for msg in pending}
+    done = []
+    for key, msg in newest.items():
+        try:
+            consumer.commit(message=msg, asynchronous=False)
+        except KafkaException:
+            continue  # not acknowledged: they come again (or count as lost)
+        done += [int(m.value()) for m in pending if (m.topic(), m.partition()) == key]
     pending.clear()
-    try:
-        consumer.commit(asynchronous=False)
-    except KafkaException:
-        return
-    ctx.tally.acknowledged(seqs)
+    ctx.tally.acknowledged(done)
 
 
 class PulsarVersus(_Told, PulsarWorkload):
