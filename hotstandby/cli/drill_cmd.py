@@ -46,7 +46,8 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--messages", type=int, default=20_000, metavar="N", help="records to produce (default 20000)")
     p.add_argument("--switches", type=int, default=2, metavar="K", help="route flips, A->B->A... (default 2)")
     p.add_argument("--kill-primary", action="store_true",
-                   help="SIGKILL the active broker before the first flip (restarted empty before any flip back)")  # fmt: skip
+                   help="SIGKILL the active broker before the first flip (restarted before any flip back: "
+                        "empty on the lite cluster, with its data on the apache one)")  # fmt: skip
     p.add_argument("--consumers", type=int, default=2, metavar="M",
                    help="consumers in the group (default 2; spark: always one streaming query, whose driver is "
                         "SIGKILLed before the last flip and restarted from its checkpoint after it)")  # fmt: skip
