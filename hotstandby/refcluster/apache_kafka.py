@@ -126,6 +126,9 @@ class ApacheKafkaSystem:
     def broker_env(self) -> dict[str, str]:
         return {}
 
+    def check_serving(self, component: str, ports: Ports) -> None:
+        """Serving once it answers its protocol."""
+
     def _config(self, component: str, ports: Ports, directory: Path) -> Path:
         client, controller = (ports.of(name) for name in self.port_names(component))
         settings = {

@@ -8,6 +8,13 @@ through the admin REST API, lets tenant ``public`` use both and sets the namespa
 replication clusters. Settings chosen for tests, beside the production defaults, are listed in
 docs/refcluster.md (one bookie, write and ack quorum 1, journal without fsync, small caches,
 ``replicatedSubscriptionsSnapshotFrequencyMillis`` 1000 as by default).
+
+The standalone is started through ``java/EphemeralNodesDroppingStandalone.java`` (compiled once
+against the jars): on a restart it first deletes the ephemeral nodes the earlier process left in
+the RocksDB metadata store, as ZooKeeper does when a session ends. Left there after a SIGKILL,
+the old bookie registration sends the new bookie's registration lock into an endless
+revalidation loop about one restart in six (docs/refcluster.md, "Pulsar standalone after a
+SIGKILL").
 """
 
 from __future__ import annotations
@@ -21,13 +28,16 @@ from pathlib import Path
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.configcenter.polling import wait_until
 from hotstandby.errors import RefClusterError
-from hotstandby.refcluster.jars import JarSet, java_argv
+from hotstandby.refcluster.jars import JarSet, JavaClasses, java_argv
 from hotstandby.refcluster.ports import Ports
 from hotstandby.refcluster.system import HOST, BrokerOptions, FlowPlan
 
 __all__ = ["APACHE_PULSAR", "ApachePulsarSystem"]
 
 JARS = JarSet("pulsar")
+# PulsarStandaloneStarter, after deleting what a killed standalone left ephemeral (see above).
+STARTER = JavaClasses(JARS, "EphemeralNodesDroppingStandalone.java")
+_STARTER_MAIN = "hotstandby.refcluster.EphemeralNodesDroppingStandalone"
 _HEAP = "512m"
 _NAMESPACE = "public/default"
 _CONFIGURE_TIMEOUT_S = 60.0
@@ -119,9 +129,18 @@ class ApachePulsarSystem:
 
     def prepare(self, directory: Path, progress: Callable[[str], None] | None) -> None:
         JARS.resolve(progress=progress)
+        STARTER.resolve(progress=progress)
 
     def broker_env(self) -> dict[str, str]:
         return {}
+
+    def check_serving(self, component: str, ports: Ports) -> None:
+        """The binary port answers before the web service has started, and clients' topic
+        lookups go through it (seconds later on a busy machine): serving once its admin API
+        answers."""
+        url = f"http://{HOST}:{ports.of(self.port_names(component)[1])}/admin/v2/clusters"
+        with urllib.request.urlopen(url, timeout=2) as response:  # HTTPError and URLError are OSErrors
+            response.read()
 
     def broker_argv(self, component: str, ports: Ports, directory: Path, options: BrokerOptions) -> list[str]:
         client, http, bookie = (ports.of(name) for name in self.port_names(component))
@@ -140,10 +159,10 @@ class ApachePulsarSystem:
         flags = (*(f"--add-opens={module}=ALL-UNNAMED" for module in _OPENS), "-XX:MaxDirectMemorySize=256m",
                  "-Dio.netty.leakDetectionLevel=disabled", "-Dpulsar.allocator.exit_on_oom=true")  # fmt: skip
         return java_argv(
-            JARS, "org.apache.pulsar.PulsarStandaloneStarter", "--config", str(config),
+            JARS, _STARTER_MAIN, "--config", str(config),
             "--metadata-dir", str(data / "metadata"), "--bookkeeper-dir", str(data / "bookkeeper"),
             "--bookkeeper-port", str(bookie), "--no-functions-worker", "--no-stream-storage",
-            heap=_HEAP, flags=flags,
+            heap=_HEAP, flags=flags, classes=STARTER,
         )  # fmt: skip
 
     def configure(self, ports: Ports, directory: Path) -> None:

@@ -72,5 +72,8 @@ class LiteBrokers:
     def broker_env(self) -> dict[str, str]:
         return {}
 
+    def check_serving(self, component: str, ports: Ports) -> None:
+        """Serving once it answers its protocol."""
+
     def configure(self, ports: Ports, directory: Path) -> None:
         """Nothing: the replicators are processes of their own."""

@@ -226,11 +226,13 @@ class RefCluster:
 
             return check_etcd, (ConfigCenterError,)
         spec = self.cluster_spec(component, ports)
+        system = self.flavour.system_of(component)
 
         def check_broker() -> None:
             result = probe_cluster(spec, timeout=1.0)
             if not result.ok:
                 raise ProtocolError(result.detail)
+            system.check_serving(component, ports)
 
         return check_broker, (OSError, ProtocolError)
 

@@ -5,6 +5,9 @@ The first ``up`` runs ``mvn dependency:copy-dependencies`` once per set, which f
 Maven Central through Maven's own client; the jars are then kept under
 ``$HOTSTANDBY_JARS_DIR`` (default ``~/.hotstandby/jars``) in a folder named by the set, its
 version and a digest of its pom, and every later start uses them without Maven or a network.
+
+A Java source shipped beside the poms (``refcluster/java/*.java``) is compiled with ``javac``
+against its set of jars on first use and kept the same way (:class:`JavaClasses`).
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ from hotstandby.configcenter.polling import wait_until
 from hotstandby.errors import MissingDependencyError, RefClusterError
 from hotstandby.logs import get_logger
 
-__all__ = ["JAVA_DIR", "JarSet", "jars_home"]
+__all__ = ["JAVA_DIR", "JarSet", "JavaClasses", "jars_home"]
 
 log = get_logger("hotstandby.refcluster")
 
 JAVA_DIR = resources.files("hotstandby.refcluster") / "java"
 _RESOLVE_TIMEOUT_S = 900.0  # a cold Maven cache fetches about 300 MB
+_COMPILE_TIMEOUT_S = 300.0  # javac takes seconds; a busy machine more
 _DONE = ".resolved"
 
 
@@ -87,16 +91,10 @@ class JarSet:
         return folder
 
     def _fetch(self, folder: Path, progress: Callable[[str], None] | None) -> None:
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise MissingDependencyError(
-                "Maven (mvn) is not on PATH; the apache reference cluster resolves its jars with it"
-            )
+        mvn = _tool("mvn", "Maven (mvn) is not on PATH; the apache reference cluster resolves its jars with it")
         if progress:
             progress(f"resolving Apache {self.name} {self.version} jars with Maven (first time only)")
-        staging = folder.with_name(folder.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
+        staging = _staging(folder)
         (staging / "pom.xml").write_bytes(self.pom)
         argv = [mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(staging / "pom.xml"), "dependency:copy-dependencies",
                 f"-DoutputDirectory={staging}", "-DincludeScope=runtime"]  # fmt: skip
@@ -116,6 +114,66 @@ class JarSet:
         staging.rename(folder)
         log.info("refcluster.jars_resolved", jars=self.name, version=self.version, folder=str(folder),
                  seconds=round(time.monotonic() - started, 1))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class JavaClasses:
+    """The classes compiled from one Java source shipped with the package (``java/<source>``)
+    against a set of jars; kept beside the jars in a folder named by the set's folder and a
+    digest of the source, so a changed source is compiled anew."""
+
+    jars: JarSet
+    source: str
+
+    @property
+    def text(self) -> bytes:
+        return (JAVA_DIR / self.source).read_bytes()
+
+    def directory(self, home: Path | None = None) -> Path:
+        jars = self.jars.directory(home)
+        digest = hashlib.sha256(self.text).hexdigest()[:10]
+        return jars.with_name(f"{jars.name}-{Path(self.source).stem}-{digest}")
+
+    def classpath(self, home: Path | None = None) -> str:
+        """The folder to add to a JVM's ``-cp``; raises if it is not compiled."""
+        folder = self.directory(home)
+        if not (folder / _DONE).is_file():
+            raise RefClusterError(f"{self.source} is not compiled; `hotstandby refcluster up --brokers apache` does it")
+        return str(folder)
+
+    def resolve(self, home: Path | None = None, *, progress: Callable[[str], None] | None = None) -> Path:
+        """The folder of the compiled classes, compiled with ``javac`` the first time (once, also
+        when several processes ask at once); the jars must be resolved before."""
+        folder = self.directory(home)
+        if (folder / _DONE).is_file():
+            return folder
+        with _locked(folder.parent / f".{folder.name}.lock"):
+            if not (folder / _DONE).is_file():
+                self._compile(folder, home, progress)
+        return folder
+
+    def _compile(self, folder: Path, home: Path | None, progress: Callable[[str], None] | None) -> None:
+        javac = _tool("javac", "javac is not on PATH; the apache reference cluster compiles a class of its own "
+                               "(a Java 17 JDK has it)")  # fmt: skip
+        if progress:
+            progress(f"compiling {self.source} against the Apache {self.jars.name} jars (first time only)")
+        staging = _staging(folder)
+        source = staging / self.source
+        source.write_bytes(self.text)
+        argv = [javac, "-nowarn", "-encoding", "UTF-8", "--release", "17", "-d", str(staging),
+                "-cp", self.jars.classpath(home), str(source)]  # fmt: skip
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S, check=False)
+        except subprocess.TimeoutExpired:
+            raise RefClusterError(f"javac did not compile {self.source} within {_COMPILE_TIMEOUT_S:.0f} s") from None
+        if done.returncode != 0:
+            tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
+            raise RefClusterError(f"javac could not compile {self.source}:\n{tail}")
+        source.unlink()
+        (staging / _DONE).write_text(f"{self.source}\n")
+        shutil.rmtree(folder, ignore_errors=True)
+        staging.rename(folder)
+        log.info("refcluster.classes_compiled", source=self.source, folder=str(folder))
 
 
 @contextlib.contextmanager
@@ -138,14 +196,34 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def java_argv(jars: JarSet, main: str, *args: str, heap: str, flags: tuple[str, ...] = ()) -> list[str]:
-    """The command line of a JVM running ``main`` of ``jars``: a small fixed heap and the serial
-    collector (two cores are shared by six JVMs), log4j2 to standard output (the process's log)."""
+def java_argv(
+    jars: JarSet, main: str, *args: str, heap: str, flags: tuple[str, ...] = (), classes: JavaClasses | None = None
+) -> list[str]:
+    """The command line of a JVM running ``main`` of ``jars`` (and of ``classes``, compiled against
+    them): a small fixed heap and the serial collector (two cores are shared by six JVMs), log4j2
+    to standard output (the process's log)."""
     java = shutil.which("java")
     if java is None:
         raise MissingDependencyError("java is not on PATH; the apache reference cluster runs on Java 17")
     log_config = JAVA_DIR / "log4j2.properties"
+    classpath = jars.classpath() if classes is None else f"{jars.classpath()}{os.pathsep}{classes.classpath()}"
     return [
         java, f"-Xms{heap}", f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-        f"-Dlog4j2.configurationFile={log_config}", *flags, "-cp", jars.classpath(), main, *args,
+        f"-Dlog4j2.configurationFile={log_config}", *flags, "-cp", classpath, main, *args,
     ]  # fmt: skip
+
+
+def _tool(name: str, missing: str) -> str:
+    """The path of program ``name``; MissingDependencyError(``missing``) when it is not on PATH."""
+    found = shutil.which(name)
+    if found is None:
+        raise MissingDependencyError(missing)
+    return found
+
+
+def _staging(folder: Path) -> Path:
+    """An empty folder beside ``folder`` to build it in (renamed to it once complete)."""
+    staging = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    return staging

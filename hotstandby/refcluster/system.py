@@ -79,6 +79,11 @@ class RefSystem(Protocol):
         """Variables the brokers' processes get."""
         ...
 
+    def check_serving(self, component: str, ports: Ports) -> None:
+        """Once broker ``component`` answers its protocol: raise OSError while it does not
+        serve clients yet (a broker whose other services start later)."""
+        ...
+
     def configure(self, ports: Ports, directory: Path) -> None:
         """Once both brokers answer: what replication inside them needs (nothing for a system
         with replicator processes)."""

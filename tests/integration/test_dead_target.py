@@ -21,6 +21,9 @@ from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, route_config
 from tests.support import capture_logs, wait_for
 
+# Part of the real-broker tier: the same test on both reference clusters.
+pytestmark = pytest.mark.apache
+
 WINDOW_S = 8.0  # how long the target stays down after the flip
 
 
@@ -142,7 +145,6 @@ def test_pulsar_clients_keep_serving_from_the_old_cluster_until_the_target_answe
     client.close()
 
 
-@pytest.mark.apache
 def test_kafka_clients_keep_serving_from_the_old_cluster_until_the_target_answers(
     refcluster: RefCluster, center: ConfigCenter, namespace: str, kill_target: Callable[[str], None]
 ) -> None:

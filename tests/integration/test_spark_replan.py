@@ -22,7 +22,8 @@ from tests.integration.test_spark_pulsar import send
 from tests.integration.test_spark_source import replicated
 from tests.support import wait_for
 
-pytestmark = pytest.mark.integration
+# Part of the real-broker tier: the same test on both reference clusters.
+pytestmark = [pytest.mark.integration, pytest.mark.apache]
 
 
 def values_of(task: ReadsPartition) -> tuple[list[str], set[str]]:
@@ -46,7 +47,6 @@ def count_messages(url: str, topic: str) -> int:
         client.close()
 
 
-@pytest.mark.apache
 def test_a_task_whose_cluster_died_reads_on_the_new_cluster_and_its_replay_reads_the_same(
     refcluster: RefCluster, center: ConfigCenter, namespace: str
 ) -> None:
