@@ -33,15 +33,6 @@ log = get_logger("hotstandby.kafka.consumer")
 Slot = tuple[str, int]  # (physical topic, partition)
 
 
-# How often a member looks for topics it subscribed to that were not there (librdkafka's default
-# is 5 minutes). A remote copy appears when the replicator first copies the topic; until a member
-# sees it, the group's members disagree on what they subscribe to, the range assignor gives one
-# member the copy's partitions and another the local topic's, and a record there twice (a
-# producer's re-sent twin and its copy) can reach both. Seeing it, a member rejoins and the range
-# assignor puts both topics' partition p on one member again.
-METADATA_REFRESH_MS = 5000
-
-
 class ConsumerState:
     """The one place a consumer's state lives (see the module doc)."""
 
@@ -94,8 +85,7 @@ class ConsumerState:
 
     def connect(self, spec: ClusterSpec) -> RawConsumer:
         """A raw consumer of ``spec``: the cluster's client overrides, then the user's config."""
-        config = {"auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS,
-                  **spec.client_config("consumer"), **self._raw_config}  # fmt: skip
+        config = {"auto.offset.reset": "earliest", **spec.client_config("consumer"), **self._raw_config}
         return RawConsumer(with_logger({**config, "bootstrap.servers": spec.url}))
 
     def now_ms(self) -> int:
