@@ -6,6 +6,8 @@ switch as a :class:`SwitchEvent`, :mod:`hotstandby.metrics` counts them. Importi
 package is cheap: it never imports confluent_kafka, pulsar, pyspark or the etcd client.
 """
 
+# First: grpc reads this setting when it loads (see the module).
+import hotstandby.grpc_fork  # noqa: F401  # isort: skip
 from hotstandby.configcenter import ConfigCenter, MemoryStore, RouteChange, RouteWatcher
 from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.errors import (
