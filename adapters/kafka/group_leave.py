@@ -39,6 +39,7 @@ from confluent_kafka import ConsumerGroupState, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka.admin_clients import shared_admin
+from hotstandby.adapters.kafka.raw_close import close_within
 from hotstandby.adapters.kafka.stale_members import STALE
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
@@ -50,7 +51,7 @@ from hotstandby.errors import ConfigCenterError
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.logs import get_logger
 
-__all__ = ["GroupLeaves", "PendingLeaves", "close_within", "leave_in_turn"]
+__all__ = ["GroupLeaves", "PendingLeaves", "leave_in_turn"]
 
 log = get_logger("hotstandby.kafka.consumer")
 
@@ -113,27 +114,6 @@ def _settled(admin: AdminClient, spec: ClusterSpec, group: str) -> bool | None:
         log.debug("consumer.describe_failed", group=group, error=str(exc))
         return None
     return found.state in _SETTLED
-
-
-def close_within(raw: Any, group: str, timeout: float) -> bool:
-    """Close ``raw`` (a confluent_kafka.Consumer), waiting at most ``timeout`` s; True when it
-    closed. librdkafka's close waits for the commits it has in flight (up to
-    ``session.timeout.ms`` when the coordinator is gone): the rest of it goes on in a daemon
-    thread."""
-    closing = threading.Thread(target=_close, args=(raw, group), name="hotstandby-kafka-close", daemon=True)
-    closing.start()
-    closing.join(timeout)
-    if closing.is_alive():
-        log.info("consumer.closing_in_background", group=group, waited_s=timeout)
-        return False
-    return True
-
-
-def _close(raw: Any, group: str) -> None:
-    try:
-        raw.close()
-    except (KafkaException, RuntimeError) as exc:  # the old cluster may be gone
-        log.warning("consumer.close_failed", group=group, error=str(exc))
 
 
 def leave_in_turn(

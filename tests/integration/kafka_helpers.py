@@ -101,16 +101,24 @@ def wait_copied(rc: RefCluster, topic: str, partitions: int, count: int, *, time
     """Wait until kafka-b holds ``count`` records of kafka-a's ``topic`` (MM2's copy ``kafka-a.<topic>``):
     what a test of translation needs before it switches, as MM2 copies and syncs only then."""
     consumer = Consumer({"bootstrap.servers": rc.cluster_spec("kafka-b").url, "group.id": "__hs-test-reader"})
+    seen: list[object] = []
 
     def copied() -> bool:
         try:
+            # Asked by name each time: librdkafka keeps a topic first seen half-created (no
+            # partitions yet) in its metadata cache until the next periodic refresh (5 min).
+            consumer.list_topics(f"kafka-a.{topic}", timeout=5)
             ends = [consumer.get_watermark_offsets(TopicPartition(f"kafka-a.{topic}", p), timeout=5)[1]
                     for p in range(partitions)]  # fmt: skip
-        except KafkaException:
+        except KafkaException as exc:
+            seen[:] = [str(exc)]
             return False
+        seen[:] = ends
         return sum(ends) >= count
 
     try:
         wait_for(copied, timeout, f"{count} records of {topic} copied to kafka-b")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the copy's ends last seen: {seen}") from None
     finally:
         consumer.close()
