@@ -154,6 +154,12 @@ class GatedStore(KVStore):
     def put_if_revision(self, key: str, value: bytes, mod_revision: int, *, lease: int = 0) -> bool:
         return self.inner.put_if_revision(key, value, mod_revision, lease=lease)
 
+    def get_many(self, keys: Sequence[str]) -> dict[str, KeyValue | None]:
+        return self.inner.get_many(keys)
+
+    def put_all_if_revisions(self, expected: Mapping[str, int], puts: Mapping[str, bytes]) -> dict[str, int] | None:
+        return self.inner.put_all_if_revisions(expected, puts)
+
     def commit_if_revisions(
         self, expected: Mapping[str, int], puts: Mapping[str, bytes], deletes: Sequence[str] = ()
     ) -> bool:

@@ -220,6 +220,30 @@ class EtcdStore(KVStore):
 
         return self.call(call)
 
+    def get_many(self, keys: Sequence[str]) -> dict[str, KeyValue | None]:
+        def call(c: Any) -> list[Any]:
+            tx = c.transactions
+            _, responses = c.transaction(compare=[], success=[tx.get(key) for key in keys], failure=[])
+            return list(responses)
+
+        found: dict[str, KeyValue | None] = dict.fromkeys(keys)
+        for key, kvs in zip(keys, self.call(call), strict=True):
+            for value, meta in kvs:
+                found[key] = KeyValue(key, bytes(value), meta.mod_revision)
+        return found
+
+    def put_all_if_revisions(self, expected: Mapping[str, int], puts: Mapping[str, bytes]) -> dict[str, int] | None:
+        def call(c: Any) -> dict[str, int] | None:
+            tx = c.transactions
+            compare = [tx.mod(key) == revision for key, revision in expected.items()]
+            ok, responses = c.transaction(compare=compare, success=[tx.put(key, value) for key, value in puts.items()],
+                                          failure=[])  # fmt: skip
+            if not ok:
+                return None
+            return {key: int(r.response_put.header.revision) for key, r in zip(puts, responses, strict=True)}
+
+        return self.call(call)
+
     def commit_if_revisions(
         self, expected: Mapping[str, int], puts: Mapping[str, bytes], deletes: Sequence[str] = ()
     ) -> bool:

@@ -143,15 +143,24 @@ class MemoryStore(KVStore):
             self._put(key, value, lease)
             return True
 
+    def _unchanged(self, expected: Mapping[str, int]) -> bool:
+        # Caller holds the lock.
+        return all((kv.mod_revision if (kv := self._data.get(key)) else 0) == rev for key, rev in expected.items())
+
+    def put_all_if_revisions(self, expected: Mapping[str, int], puts: Mapping[str, bytes]) -> dict[str, int] | None:
+        with self._lock:
+            self._check()
+            if not self._unchanged(expected):
+                return None
+            return {key: self._put(key, value, 0) for key, value in puts.items()}
+
     def commit_if_revisions(
         self, expected: Mapping[str, int], puts: Mapping[str, bytes], deletes: Sequence[str] = ()
     ) -> bool:
         with self._lock:
             self._check()
-            for key, revision in expected.items():
-                current = self._data.get(key)
-                if (current.mod_revision if current else 0) != revision:
-                    return False
+            if not self._unchanged(expected):
+                return False
             # etcd gives every operation of a transaction the same revision; one each is
             # close enough for the watchers of this test store.
             for key, value in puts.items():

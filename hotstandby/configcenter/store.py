@@ -80,6 +80,17 @@ class KVStore(abc.ABC):
         """Write only if the key's mod revision is still ``mod_revision`` (0: key absent),
         attached to ``lease`` if not 0."""
 
+    def get_many(self, keys: Sequence[str]) -> dict[str, KeyValue | None]:
+        """Several keys' current values (None: absent), read at one revision where the store
+        can (etcd: one transaction)."""
+        return {key: self.get(key) for key in keys}
+
+    @abc.abstractmethod
+    def put_all_if_revisions(self, expected: Mapping[str, int], puts: Mapping[str, bytes]) -> dict[str, int] | None:
+        """One transaction: if every key of ``expected`` still has that mod revision (0: key
+        absent), write ``puts``; the mod revision each written key has now, or None (and
+        nothing written) when a revision differed."""
+
     @abc.abstractmethod
     def commit_if_revisions(
         self, expected: Mapping[str, int], puts: Mapping[str, bytes], deletes: Sequence[str] = ()

@@ -4,7 +4,7 @@ lost the race reads again and merges again."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from hotstandby.configcenter.center import ConfigCenter
@@ -15,9 +15,11 @@ __all__ = [
     "create_value",
     "delete_keys",
     "put_value",
+    "read_many",
     "read_prefix",
     "read_versioned",
     "update_versioned",
+    "write_if_unchanged",
 ]
 
 
@@ -33,6 +35,19 @@ class Versioned:
 def read_versioned(center: ConfigCenter, key: str) -> Versioned:
     kv = center.store.get(key)
     return Versioned(key, None, 0) if kv is None else Versioned(key, kv.value, kv.mod_revision)
+
+
+def read_many(center: ConfigCenter, keys: Sequence[str]) -> dict[str, Versioned]:
+    """Several keys, read together (one round trip to etcd)."""
+    found = center.store.get_many(keys)
+    return {key: Versioned(key, None, 0) if kv is None else Versioned(key, kv.value, kv.mod_revision)
+            for key, kv in found.items()}  # fmt: skip
+
+
+def write_if_unchanged(center: ConfigCenter, expected: Mapping[str, int], values: Mapping[str, bytes]) -> dict[str, int] | None:
+    """Write ``values`` in one transaction if every key of ``expected`` still has that
+    revision (0: absent); the revision each written key has now, or None (nothing written)."""
+    return center.store.put_all_if_revisions(expected, values)
 
 
 def update_versioned(

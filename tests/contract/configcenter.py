@@ -71,6 +71,19 @@ class ConfigCenterContract:
         assert store.put_if_revision(key, b"second", current.mod_revision)
         assert store.get(key).value == b"second"  # type: ignore[union-attr]
 
+    def test_several_keys_are_read_together_and_written_in_one_compare_and_swap(
+        self, store: KVStore, namespace: str
+    ) -> None:
+        a, b, c = (f"{namespace}/many/{k}" for k in "abc")
+        store.put(a, b"1")
+        found = store.get_many([a, b])
+        assert found[a] is not None and found[a].value == b"1" and found[b] is None
+        assert (written := store.put_all_if_revisions({a: found[a].mod_revision, b: 0}, {a: b"2", b: b"3"}))
+        assert written == {a: store.get(a).mod_revision, b: store.get(b).mod_revision}  # type: ignore[union-attr]
+        assert store.put_all_if_revisions({a: written[a], b: 0}, {a: b"4", c: b"5"}) is None, "b exists now"
+        after = store.get_many([a, b, c])
+        assert [kv.value if kv else None for kv in after.values()] == [b"2", b"3", None], "nothing written"
+
     def test_delete(self, store: KVStore, namespace: str) -> None:
         store.put(f"{namespace}/d", b"v")
         assert store.delete(f"{namespace}/d")

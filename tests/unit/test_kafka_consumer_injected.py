@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import Message
@@ -14,7 +15,7 @@ from hotstandby.adapters.kafka.consumer_switch import ConsumerSwitch
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.identity import HEADER, RecordId
-from hotstandby.failover.ledger.ledger import LedgerDocument, PartitionLedger
+from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.failover.presence import list_clients
 from hotstandby.failover.switch_protocol import SwitchParticipant, SwitchPlan
@@ -43,9 +44,10 @@ class RecordingStore(LedgerStore):
         super().__init__(center)
         self.saved: list[tuple[str, str, int]] = []
 
-    def save(self, group: str, topic: str, partition: int, ledger: PartitionLedger, **kw: Any) -> LedgerDocument:
-        self.saved.append((group, topic, partition))
-        return super().save(group, topic, partition, ledger, **kw)
+    def save_all(self, group: str, ledgers: Mapping[tuple[str, int], tuple[PartitionLedger, int]],
+                 **kw: Any) -> set[tuple[str, int]]:  # fmt: skip
+        self.saved.extend((group, topic, partition) for topic, partition in sorted(ledgers))
+        return super().save_all(group, ledgers, **kw)
 
 
 def test_a_consumer_uses_the_center_ledger_store_and_clock_passed_in() -> None:

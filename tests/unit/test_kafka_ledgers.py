@@ -21,10 +21,21 @@ class DownStore(GatedStore):
 
     down = False
 
-    def get(self, key: str):  # type: ignore[no-untyped-def]
+    def _check(self) -> None:
         if self.down:
             raise ConfigCenterUnavailable("test: etcd down")
+
+    def get(self, key: str):  # type: ignore[no-untyped-def]
+        self._check()
         return super().get(key)
+
+    def get_many(self, keys):  # type: ignore[no-untyped-def]
+        self._check()
+        return super().get_many(keys)
+
+    def put_all_if_revisions(self, expected, puts):  # type: ignore[no-untyped-def]
+        self._check()
+        return super().put_all_if_revisions(expected, puts)
 
 
 def setup() -> tuple[DownStore, LedgerStore, AckTracker, Ledgers]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 
 from hotstandby.configcenter.polling import wait_until
-from hotstandby.errors import ConcurrentUpdateError, ConfigCenterError, FencedError
+from hotstandby.errors import ConcurrentUpdateError, ConfigCenterError
 from hotstandby.failover.ack_tracker import AckTracker, LedgerKey
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.logs import get_logger
@@ -105,23 +105,22 @@ class Ledgers:
             return True
         if not force and time.monotonic() < self._retry_at:
             return False
-        for key in sorted(self.dirty):
-            owned = key in self.owned
-            try:
-                self._store.save(self.group, key[0], key[1], self._acks.ledger(key),
-                                 generation=self.generations.get(key, 0) if owned else -1,
-                                 owner=self.owner)  # fmt: skip
-            except FencedError as exc:
-                # Merged into another member's ledger. For a partition the broker still has
-                # assigned to us (a rebalance or a switch in progress) we keep storing until
-                # it is revoked; for one we do not own this is what was intended.
-                if owned and key not in self.fenced:
-                    self.fenced.add(key)
-                    log.warning("ledger.fenced", topic=key[0], partition=key[1], error=str(exc))
-            except _STORE_ERRORS as exc:
-                self._failed("ledger.store_failed", exc)
-                return False
-            self.dirty.discard(key)
+        dirty = sorted(self.dirty)
+        try:
+            fenced = self._store.save_all(self.group, {
+                key: (self._acks.ledger(key), self.generations.get(key, 0) if key in self.owned else -1)
+                for key in dirty
+            }, owner=self.owner)  # fmt: skip
+        except _STORE_ERRORS as exc:
+            self._failed("ledger.store_failed", exc)
+            return False
+        # Merged into another member's ledger. For a partition the broker still has assigned to
+        # us (a rebalance or a switch in progress) we keep storing until it is revoked; for one
+        # we do not own this is what was intended.
+        for key in sorted(fenced & self.owned - self.fenced):
+            self.fenced.add(key)
+            log.warning("ledger.fenced", topic=key[0], partition=key[1], generation=self.generations.get(key, 0))
+        self.dirty.difference_update(dirty)
         if self._failing:
             self._failing = False
             log.info("ledger.stored_again", group=self.group)

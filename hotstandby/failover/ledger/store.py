@@ -1,8 +1,11 @@
 """Ack ledgers in the config center: ``<ns>/ledgers/<group>/<topic>/<partition>``.
 
-A save is read, merge, compare-and-put: the stored acknowledgements are united with ours
+A save is merge and compare-and-put: the stored acknowledgements are united with ours
 (acknowledgements only grow, so nothing a previous owner flushed is lost), old sessions are
-dropped, and the write succeeds only if the key did not change meanwhile. A stored generation
+dropped, and the write succeeds only if the key did not change meanwhile. The store keeps the
+last document it wrote or read per key with its revision, so a save needs no read, and the
+ledgers of all the partitions a commit covers go in one transaction; a key another member
+wrote meanwhile fails the comparison and is read again. A stored generation
 higher than ours means a newer owner took the partition over: our acknowledgements are still
 merged (records we processed stay processed, and the new owner, which follows the stored
 ledgers, skips them), the generation and owner stay the newer owner's, and
@@ -16,13 +19,14 @@ Each write to the config center is timed (``hotstandby_ledger_store_seconds``, b
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.configcenter.versioned import Versioned, read_prefix, read_versioned, update_versioned
-from hotstandby.errors import FencedError, ValidationError
+from hotstandby.configcenter.versioned import Versioned, read_many, read_prefix, read_versioned, write_if_unchanged
+from hotstandby.errors import ConcurrentUpdateError, FencedError, ValidationError
 from hotstandby.failover.ledger.ledger import LedgerDocument, PartitionLedger
 from hotstandby.logs import get_logger
 from hotstandby.metrics.instruments import LEDGER_STORE_FAILURES, LEDGER_STORE_SECONDS
@@ -34,6 +38,10 @@ log = get_logger("hotstandby.ledger")
 #: Sessions idle for longer than this are dropped from stored ledgers (7 days).
 DEFAULT_SESSION_MAX_AGE_MS = 7 * 24 * 3600 * 1000
 _CAS_ATTEMPTS = 5
+# etcd refuses a transaction of more than 128 operations (--max-txn-ops) or 1.5 MiB
+# (--max-request-bytes) by default: larger writes go in several.
+_TXN_KEYS = 128
+_TXN_BYTES = 1024 * 1024
 
 
 def _now_ms() -> int:
@@ -52,15 +60,15 @@ def _measured(op: str) -> Iterator[None]:
         LEDGER_STORE_SECONDS.observe(time.monotonic() - started, op=op)
 
 
-def _update(center: ConfigCenter, key: str, change: Callable[[Versioned], bytes], op: str) -> None:
-    with _measured(op):
-        update_versioned(center, key, change, attempts=_CAS_ATTEMPTS)
-
-
 class LedgerStore:
     def __init__(self, center: ConfigCenter, *, session_max_age_ms: int = DEFAULT_SESSION_MAX_AGE_MS) -> None:
         self._center = center
         self.session_max_age_ms = session_max_age_ms
+        # The last document written or read per key, with its mod revision: a write changes it
+        # and compares that revision, so storing a commit's ledgers is one transaction whatever
+        # their number; a key another member wrote meanwhile is read again.
+        self._known: dict[str, tuple[LedgerDocument, int]] = {}
+        self._lock = threading.Lock()
 
     def key(self, group: str, topic: str, partition: int) -> str:
         return self._center.keys.ledger(group, topic, partition)
@@ -96,45 +104,107 @@ class LedgerStore:
     def claim(self, group: str, topic: str, partition: int, *, owner: str) -> LedgerDocument:
         """Take a partition's ledger over: store it under the next generation and return it.
         Writes by earlier owners (lower generations) are refused from then on."""
+
+        def claimed(stored: LedgerDocument) -> LedgerDocument:
+            return LedgerDocument(stored.ledger.copy(), generation=stored.generation + 1, owner=owner,
+                                  updated_at_ms=_now_ms())  # fmt: skip
+
         key = self.key(group, topic, partition)
-        written: list[LedgerDocument] = []
-
-        def claimed(current: Versioned) -> bytes:
-            stored = self._parse(current)
-            doc = LedgerDocument(stored.ledger, generation=stored.generation + 1, owner=owner, updated_at_ms=_now_ms())
-            written[:] = [doc]
-            return doc.to_json().encode()
-
-        _update(self._center, key, claimed, "claim")
-        doc = written[0]
+        (_, doc) = self._write({key: claimed}, "claim")[key]
         log.info("ledger.claimed", key=key, generation=doc.generation, owner=owner, records=len(doc.ledger))
         return doc
 
     def save(
         self, group: str, topic: str, partition: int, ledger: PartitionLedger, *, generation: int, owner: str
     ) -> LedgerDocument:
-        """Merge ``ledger`` into the stored one under ``generation``; returns what was written."""
+        """Merge ``ledger`` into the stored one under ``generation``; returns what was written.
+        :class:`FencedError` when a newer generation owns the partition (ours merged all the same)."""
         key = self.key(group, topic, partition)
-        written: list[tuple[LedgerDocument, LedgerDocument, int]] = []  # (written, stored, dropped)
-
-        def merged(current: Versioned) -> bytes:
-            stored = self._parse(current)
-            fenced = stored.generation > generation
-            ledger_now = stored.ledger
-            ledger_now.merge(ledger)
-            now = _now_ms()
-            dropped = ledger_now.gc(self.session_max_age_ms, now)
-            doc = LedgerDocument(ledger_now, generation=stored.generation if fenced else generation,
-                                 owner=stored.owner if fenced else owner, updated_at_ms=now)  # fmt: skip
-            written[:] = [(doc, stored, len(dropped))]
-            return doc.to_json().encode()
-
-        _update(self._center, key, merged, "save")
-        doc, stored, dropped = written[0]
-        if stored.generation > generation:
+        if self.save_all(group, {(topic, partition): (ledger, generation)}, owner=owner):
+            stored = self._known_doc(key)
             raise FencedError(
                 f"{key}: generation {stored.generation} (owner {stored.owner!r}) is newer than ours "
                 f"({generation}); our acknowledgements were merged"
             )
-        log.debug("ledger.flushed", key=key, generation=generation, records=len(doc.ledger), dropped=dropped)
-        return doc
+        return self._known_doc(key)
+
+    def save_all(
+        self, group: str, ledgers: Mapping[tuple[str, int], tuple[PartitionLedger, int]], *, owner: str
+    ) -> set[tuple[str, int]]:
+        """Merge each ``(topic, partition) -> (ledger, generation)`` into the stored ledger, all
+        in one transaction; returns the partitions a newer generation owns (ours merged into
+        theirs, their generation and owner kept)."""
+        now = _now_ms()
+        keys = {self.key(group, topic, partition): (topic, partition) for topic, partition in ledgers}
+        dropped: dict[str, int] = {}
+
+        def merging(key: str) -> Callable[[LedgerDocument], LedgerDocument]:
+            ours, generation = ledgers[keys[key]]
+
+            def merged(stored: LedgerDocument) -> LedgerDocument:
+                fenced = stored.generation > generation
+                ledger = stored.ledger.copy()
+                ledger.merge(ours)
+                dropped[key] = len(ledger.gc(self.session_max_age_ms, now))
+                return LedgerDocument(ledger, generation=stored.generation if fenced else generation,
+                                      owner=stored.owner if fenced else owner, updated_at_ms=now)  # fmt: skip
+
+            return merged
+
+        written = self._write({key: merging(key) for key in keys}, "save")
+        fenced = set()
+        for key, (stored, doc) in written.items():
+            if stored.generation > ledgers[keys[key]][1]:
+                fenced.add(keys[key])
+            log.debug("ledger.flushed", key=key, generation=doc.generation, records=len(doc.ledger),
+                      dropped=dropped.get(key, 0))  # fmt: skip
+        return fenced
+
+    def _known_doc(self, key: str) -> LedgerDocument:
+        with self._lock:
+            return self._known[key][0]
+
+    def _write(
+        self, changes: Mapping[str, Callable[[LedgerDocument], LedgerDocument]], op: str
+    ) -> dict[str, tuple[LedgerDocument, LedgerDocument]]:
+        """Write ``change(stored)`` for every key, in one transaction per ``_TXN_KEYS`` keys that
+        compares each key's revision; when another writer got there first, read those keys
+        again and retry. Returns per key (the stored document it changed, the document written)."""
+        keys = sorted(changes)
+        out: dict[str, tuple[LedgerDocument, LedgerDocument]] = {}
+        with _measured(op):
+            for i in range(0, len(keys), _TXN_KEYS):
+                out.update(self._write_together(keys[i : i + _TXN_KEYS], changes))
+        return out
+
+    def _write_together(
+        self, keys: list[str], changes: Mapping[str, Callable[[LedgerDocument], LedgerDocument]]
+    ) -> dict[str, tuple[LedgerDocument, LedgerDocument]]:
+        for _ in range(_CAS_ATTEMPTS):
+            current = self._current(keys)
+            written = {key: changes[key](current[key][0]) for key in keys}
+            payloads = {key: written[key].to_json().encode() for key in keys}
+            if len(keys) > 1 and sum(map(len, payloads.values())) > _TXN_BYTES:
+                half = len(keys) // 2
+                return {**self._write_together(keys[:half], changes), **self._write_together(keys[half:], changes)}
+            revisions = write_if_unchanged(self._center, {key: current[key][1] for key in keys}, payloads)
+            with self._lock:
+                for key in keys:
+                    if revisions is None:
+                        self._known.pop(key, None)  # written by another member: read it again
+                    else:
+                        self._known[key] = (written[key], revisions[key])
+            if revisions is not None:
+                return {key: (current[key][0], written[key]) for key in keys}
+        raise ConcurrentUpdateError(f"{keys[0]} and {len(keys) - 1} more: changed {_CAS_ATTEMPTS} times while "
+                                    f"writing; try again")  # fmt: skip
+
+    def _current(self, keys: list[str]) -> dict[str, tuple[LedgerDocument, int]]:
+        """Each key's document and revision: as last written or read, else read now (together)."""
+        with self._lock:
+            current = {key: self._known[key] for key in keys if key in self._known}
+        missing = [key for key in keys if key not in current]
+        if missing:
+            for key, stored in read_many(self._center, missing).items():
+                current[key] = (self._parse(stored), stored.revision)
+        return current
