@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable
 
 from hotstandby.configcenter.documents import ClusterSpec
+from hotstandby.configcenter.polling import wait_until
 from hotstandby.failover.probe import ProtocolError, request_frame, tls_context
 from hotstandby.logs import get_logger
 
@@ -127,13 +128,21 @@ def remove_members(spec: ClusterSpec, group: str, members: Iterable[str], *, tim
     ProtocolError when the cluster cannot be asked."""
     listed = sorted(set(members))
     deadline = time.monotonic() + timeout
-    while True:
+    gone: list[set[str]] = []
+    moving: list[_CoordinatorMoving] = []
+
+    def answered() -> bool:
         try:
-            return _leave(spec, group, listed, max(deadline - time.monotonic(), 0.5))
-        except _CoordinatorMoving:
-            if time.monotonic() + _RETRY_S >= deadline:
-                raise
-            time.sleep(_RETRY_S)  # the coordinator's load takes its time; nothing to poll meanwhile
+            gone.append(_leave(spec, group, listed, max(deadline - time.monotonic(), 0.5)))
+        except _CoordinatorMoving as exc:
+            moving[:] = [exc]
+            return False
+        return True
+
+    # The coordinator's load takes its time: asked again every _RETRY_S.
+    if not wait_until(answered, timeout, first=_RETRY_S, most=_RETRY_S):
+        raise moving[-1]
+    return gone[-1]
 
 
 def _leave(spec: ClusterSpec, group: str, listed: list[str], timeout: float) -> set[str]:

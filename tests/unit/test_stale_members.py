@@ -7,7 +7,9 @@ import struct
 
 import pytest
 
+from hotstandby.adapters.kafka import stale_members
 from hotstandby.adapters.kafka.stale_members import StaleMembers, leave_group_request, parse_leave_group
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.probe import ProtocolError
 
 
@@ -50,3 +52,25 @@ def test_stale_members_are_kept_per_cluster_and_group() -> None:
     assert stale.pending("kafka-a", "g") == {"m1"}
     assert stale.pending("kafka-b", "g") == {"m3"}
     assert stale.pending("kafka-b", "h") == set()
+
+
+def test_a_coordinator_still_loading_the_group_is_asked_again_until_the_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answers: list[object] = [stale_members._CoordinatorMoving("14"), stale_members._CoordinatorMoving("16"), {"m1"}]
+    calls: list[float] = []
+
+    def leave(spec: ClusterSpec, group: str, listed: list[str], timeout: float) -> set[str]:
+        calls.append(timeout)
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer  # type: ignore[return-value]
+
+    monkeypatch.setattr(stale_members, "_leave", leave)
+    spec = ClusterSpec(name="kafka-a", kind="kafka", url="127.0.0.1:9")
+    assert stale_members.remove_members(spec, "g", ["m1"], timeout=5.0) == {"m1"}
+    assert len(calls) == 3 and all(0.5 <= t <= 5.0 for t in calls)
+    answers[:] = [stale_members._CoordinatorMoving("14")] * 100
+    with pytest.raises(stale_members._CoordinatorMoving):
+        stale_members.remove_members(spec, "g", ["m1"], timeout=0.3)
