@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import tempfile
 from collections.abc import Iterator
+from types import FrameType
 
 from hotstandby.refcluster import Ports, RefCluster
 
@@ -25,5 +27,20 @@ def reference_cluster(brokers: str, directory: str | None) -> Iterator[RefCluste
             raise SystemExit(f"no reference cluster is up in {directory}")
         yield rc
         return
-    with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, RefCluster(tmp, Ports.free(), brokers=brokers) as rc:
+    with _terminated_as_exit(), tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, \
+            RefCluster(tmp, Ports.free(), brokers=brokers) as rc:  # fmt: skip
         yield rc
+
+
+@contextlib.contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """SIGTERM ends the benchmark as Ctrl-C does: through the cluster's ``down``, not around it."""
+
+    def exit_now(signum: int, _frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, exit_now)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
