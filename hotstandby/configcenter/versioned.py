@@ -44,7 +44,9 @@ def read_many(center: ConfigCenter, keys: Sequence[str]) -> dict[str, Versioned]
             for key, kv in found.items()}  # fmt: skip
 
 
-def write_if_unchanged(center: ConfigCenter, expected: Mapping[str, int], values: Mapping[str, bytes]) -> dict[str, int] | None:
+def write_if_unchanged(
+    center: ConfigCenter, expected: Mapping[str, int], values: Mapping[str, bytes]
+) -> dict[str, int] | None:
     """Write ``values`` in one transaction if every key of ``expected`` still has that
     revision (0: absent); the revision each written key has now, or None (nothing written)."""
     return center.store.put_all_if_revisions(expected, values)
