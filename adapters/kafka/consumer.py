@@ -184,8 +184,8 @@ class Consumer(ConsumerExtras, RouteClient):
         with s.lock:
             fetcher.mark_returned_processed()
             self._committer.maybe_auto_commit()
-            if s.ledgers.dirty:  # acknowledgements etcd did not take yet
-                s.ledgers.store(set())
+            if s.ledgers.dirty:  # acknowledgements etcd did not take yet: the commit thread's
+                self._committer.background.wake()
             # Fast path: records fetched already, none of the waits below needed.
             if not s.gate.closed and assignments.holding_since is None:
                 out: Message | None = fetcher.buffered()
@@ -280,12 +280,13 @@ class Consumer(ConsumerExtras, RouteClient):
         s = self._state
         with s.lock:
             if self._committer.auto_commit:
-                self._committer.commit_processed(asynchronous=True)
+                self._committer.commit_processed(asynchronous=True, inline=True)
             # Every acknowledgement was stored or is dirty: storing the others again changes nothing.
             if not s.ledgers.store(s.acks.collect(s.now_ms()), deadline=s.store_deadline()):
                 log.warning("consumer.ledgers_unstored", group=self.group, ledgers=len(s.ledgers.dirty))
             inner, spec = s.inner, s.spec
             s.closing = True
+        self._committer.background.stop()
         self._switch.leaves.close(inner, spec)
         self._ledger_follower.close()
         self._follower.close()

@@ -14,6 +14,7 @@ import time
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
+from hotstandby.adapters.kafka.background_commit import BackgroundCommits
 from hotstandby.adapters.kafka.consumer_fetch import Fetcher, message_identity
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
 from hotstandby.adapters.kafka.named_partitions import named_slot
@@ -31,6 +32,7 @@ class Committer:
         self.auto_commit = auto_commit
         self._interval_s = interval_s
         self._last_auto_commit = time.monotonic()
+        self.background = BackgroundCommits(state)
 
     def positions(self, message: Message | None, offsets: list[TopicPartition] | None) -> dict[Slot, int]:
         """What ``commit``/``store_offsets`` with these arguments covers: per physical partition,
@@ -67,25 +69,34 @@ class Committer:
         everything: dict[Slot, int] = acks.next_positions()
         return everything
 
-    def commit_processed(self, *, asynchronous: bool) -> list[TopicPartition] | None:
+    def commit_processed(self, *, asynchronous: bool, inline: bool = False) -> list[TopicPartition] | None:
         """Commit what was marked processed (what ``poll`` returned, with auto offset store)."""
         self._fetcher.mark_returned_processed()
-        return self.commit(self._s.acks.processed_positions(), asynchronous=asynchronous)
+        return self.commit(self._s.acks.processed_positions(), asynchronous=asynchronous, inline=inline)
 
     def maybe_auto_commit(self) -> None:
         if self.auto_commit and time.monotonic() >= self._last_auto_commit + self._interval_s:
             self.commit(self._s.acks.processed_positions(), asynchronous=True)
 
-    def commit(self, positions: dict[Slot, int], *, asynchronous: bool = False) -> list[TopicPartition] | None:
+    def commit(
+        self, positions: dict[Slot, int], *, asynchronous: bool = False, inline: bool = False
+    ) -> list[TopicPartition] | None:
         """Acknowledge, store the ledgers, then commit on the broker. A synchronous commit whose
         ledgers etcd did not take within its timeout fails as confluent_kafka's does when the
         broker does not answer (``_TIMED_OUT``); the acknowledgements are kept and stored later.
-        An asynchronous one (auto commit too) never raises: what is not stored is retried."""
+        An asynchronous one (auto commit too) never raises: what is not stored is retried. It
+        returns once the acknowledgements are in memory; the rest is the commit thread's
+        (:mod:`.background_commit`), unless ``inline`` (a rebalance callback, close: before the
+        partitions or the consumer go)."""
         s = self._s
         self._last_auto_commit = time.monotonic()
         for slot, next_offset in positions.items():
             s.acks.acknowledge_through(slot, next_offset)
         keys = s.acks.collect(s.now_ms())
+        if asynchronous and not inline:
+            s.ledgers.dirty |= keys
+            self.background.request(positions)
+            return None
         deadline = None if asynchronous else s.store_deadline()
         if not s.ledgers.store(keys, deadline=deadline) and deadline is not None:
             timeout = s.options.settings.etcd_timeout

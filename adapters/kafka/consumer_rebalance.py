@@ -172,7 +172,7 @@ class Assignments:
             # First, so that what the application commits there is kept too.
             tell(self._facade, self.logical_partitions(partitions))
         if self._committer.auto_commit:  # what was processed on these partitions is kept
-            self._committer.commit(s.acks.processed_positions(), asynchronous=True)
+            self._committer.commit(s.acks.processed_positions(), asynchronous=True, inline=True)
         self.let_go({(tp.topic, tp.partition) for tp in partitions})
 
     def let_go(self, gone: set[Slot]) -> None:

@@ -18,10 +18,12 @@ working while the config center is unreachable.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from hotstandby.configcenter.polling import wait_until
 from hotstandby.errors import ConcurrentUpdateError, ConfigCenterError
 from hotstandby.failover.ack_tracker import AckTracker, LedgerKey
+from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.logs import get_logger
 
@@ -48,6 +50,7 @@ class Ledgers:
         self.unclaimed: set[LedgerKey] = set()  # assigned, claim not done yet (etcd unreachable)
         self.fenced: set[LedgerKey] = set()  # owned, but claimed by another member since
         self.dirty: set[LedgerKey] = set()  # acknowledgements not stored yet
+        self.in_flight: set[LedgerKey] = set()  # being stored without the owner's lock (take/finish)
         self._retry_at = 0.0
         self._failing = False
 
@@ -105,25 +108,65 @@ class Ledgers:
             return True
         if not force and time.monotonic() < self._retry_at:
             return False
-        dirty = sorted(self.dirty)
+        # What a background store is writing too: whoever calls this must find it stored after.
+        dirty = sorted(self.dirty | self.in_flight)
         try:
-            fenced = self._store.save_all(self.group, {
-                key: (self._acks.ledger(key), self.generations.get(key, 0) if key in self.owned else -1)
-                for key in dirty
-            }, owner=self.owner)  # fmt: skip
+            fenced = self._store.save_all(self.group, self._versions(dirty, copy=False), owner=self.owner)
         except _STORE_ERRORS as exc:
             self._failed("ledger.store_failed", exc)
             return False
+        self._stored(fenced)
+        self.dirty.difference_update(dirty)
+        return True
+
+    def _versions(self, keys: list[LedgerKey], *, copy: bool) -> dict[LedgerKey, tuple[PartitionLedger, int]]:
+        """Each ledger with the generation to store it under (-1: not ours, merged only)."""
+        return {key: (self._acks.ledger(key).copy() if copy else self._acks.ledger(key),
+                      self.generations.get(key, 0) if key in self.owned else -1)
+                for key in keys}  # fmt: skip
+
+    def _stored(self, fenced: set[LedgerKey]) -> None:
         # Merged into another member's ledger. For a partition the broker still has assigned to
         # us (a rebalance or a switch in progress) we keep storing until it is revoked; for one
         # we do not own this is what was intended.
         for key in sorted(fenced & self.owned - self.fenced):
             self.fenced.add(key)
             log.warning("ledger.fenced", topic=key[0], partition=key[1], generation=self.generations.get(key, 0))
-        self.dirty.difference_update(dirty)
         if self._failing:
             self._failing = False
             log.info("ledger.stored_again", group=self.group)
+
+    # -- storing without the consumer's lock ----------------------------------------------
+
+    def take(self) -> dict[LedgerKey, tuple[PartitionLedger, int]] | None:
+        """Under the owner's lock: copies of the dirty ledgers, for :meth:`write` without the
+        lock, then :meth:`finish` under it again; None when nothing is to be stored, or not
+        yet (a second after a failure). They count as in flight meanwhile: :meth:`store` writes
+        them too."""
+        if not self.dirty or time.monotonic() < self._retry_at:
+            return None
+        batch = self._versions(sorted(self.dirty), copy=True)
+        self.in_flight.update(batch)
+        self.dirty.clear()
+        return batch
+
+    def write(self, batch: Mapping[LedgerKey, tuple[PartitionLedger, int]]) -> set[LedgerKey] | Exception:
+        """Store ``batch`` (taken by :meth:`take`); needs no lock. The partitions fenced, or the error."""
+        try:
+            return self._store.save_all(self.group, batch, owner=self.owner)
+        except _STORE_ERRORS as exc:
+            return exc
+
+    def finish(
+        self, batch: Mapping[LedgerKey, tuple[PartitionLedger, int]], outcome: set[LedgerKey] | Exception
+    ) -> bool:
+        """Under the owner's lock again: what :meth:`write` did. A batch not stored is dirty again."""
+        self.in_flight.difference_update(batch)
+        if isinstance(outcome, Exception):
+            self.dirty.update(batch)
+            self._failed("ledger.store_failed", outcome)
+            return False
+        self._stored(outcome)
         return True
 
     def _failed(self, event: str, exc: Exception) -> None:
