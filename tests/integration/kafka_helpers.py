@@ -97,19 +97,25 @@ def read_all(spec: ClusterSpec, topic: str, partition: int, *, timeout: float = 
         consumer.close()
 
 
-def wait_copied(rc: RefCluster, topic: str, partitions: int, count: int, *, timeout: float = 60.0) -> None:
-    """Wait until kafka-b holds ``count`` records of kafka-a's ``topic`` (MM2's copy ``kafka-a.<topic>``):
-    what a test of translation needs before it switches, as MM2 copies and syncs only then."""
+def wait_copied(rc: RefCluster, topic: str, partitions: int | None, count: int, *, timeout: float = 60.0) -> None:
+    """Wait until kafka-b holds ``count`` records of kafka-a's ``topic`` (MM2's copy ``kafka-a.<topic>``)
+    in its ``partitions`` (None: all it has): what a test of translation needs before it
+    switches, as MM2 copies and syncs only then."""
     consumer = Consumer({"bootstrap.servers": rc.cluster_spec("kafka-b").url, "group.id": "__hs-test-reader"})
+    copy = f"kafka-a.{topic}"
     seen: list[object] = []
 
     def copied() -> bool:
         try:
             # Asked by name each time: librdkafka keeps a topic first seen half-created (no
             # partitions yet) in its metadata cache until the next periodic refresh (5 min).
-            consumer.list_topics(f"kafka-a.{topic}", timeout=5)
-            ends = [consumer.get_watermark_offsets(TopicPartition(f"kafka-a.{topic}", p), timeout=5)[1]
-                    for p in range(partitions)]  # fmt: skip
+            meta = consumer.list_topics(copy, timeout=5).topics.get(copy)
+            if meta is None or meta.error is not None:
+                seen[:] = [f"{copy}: {meta.error if meta else 'absent'}"]
+                return False
+            # A copy just created answers NOT_LEADER_FOR_PARTITION until its leader is elected.
+            ends = [consumer.get_watermark_offsets(TopicPartition(copy, p), timeout=5)[1]
+                    for p in (range(partitions) if partitions is not None else meta.partitions)]  # fmt: skip
         except KafkaException as exc:
             seen[:] = [str(exc)]
             return False

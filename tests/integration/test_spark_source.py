@@ -13,7 +13,7 @@ import pytest
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
-from tests.integration.kafka_helpers import create_topic, produce_all, produce_values, read_all
+from tests.integration.kafka_helpers import create_topic, produce_all, produce_values, read_all, wait_copied
 from tests.integration.kafka_helpers import producer as raw_producer
 from tests.support import wait_for
 
@@ -30,22 +30,7 @@ def options(rc: RefCluster, namespace: str, topic: str, **extra: str) -> dict[st
 
 def replicated(rc: RefCluster, topic: str, count: int) -> None:
     """Wait until kafka-b's copy of kafka-a's ``topic`` holds ``count`` records."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    spec = rc.cluster_spec("kafka-b")
-    consumer = Consumer({"bootstrap.servers": spec.url, "group.id": "__hs-test-marks"})
-    try:
-
-        def copied() -> bool:
-            meta = consumer.list_topics(timeout=5).topics.get(f"kafka-a.{topic}")
-            if meta is None:
-                return False
-            return sum(consumer.get_watermark_offsets(TopicPartition(f"kafka-a.{topic}", p), timeout=5)[1]
-                       for p in meta.partitions) >= count  # fmt: skip
-
-        wait_for(copied, timeout=60, what=f"{count} records of {topic} copied to kafka-b")
-    finally:
-        consumer.close()
+    wait_copied(rc, topic, None, count)
 
 
 def test_a_batch_read_sees_the_logical_topic_once_across_copies_and_re_sends(
