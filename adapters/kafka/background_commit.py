@@ -19,11 +19,10 @@ from typing import Any
 from confluent_kafka import KafkaException, TopicPartition
 
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
+from hotstandby.failover.ledger.ownership import RETRY_S
 
 __all__ = ["BackgroundCommits"]
 
-# A store that failed is tried again this often (Ledgers.take lets it through a second later).
-_RETRY_S = 1.0
 # How long close waits for the thread.
 _STOP_S = 5.0
 
@@ -65,7 +64,7 @@ class BackgroundCommits:
 
     def _run(self) -> None:
         while not self._stopping:
-            self._wake.wait(_RETRY_S)
+            self._wake.wait(RETRY_S)  # a failed store is let through again (Ledgers.take) after this
             self._wake.clear()
             if self._stopping:
                 return

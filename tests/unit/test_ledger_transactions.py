@@ -105,3 +105,20 @@ def test_a_newer_owner_of_one_partition_fences_it_and_the_others_are_stored() ->
     first, second = (LedgerStore(center).load("g", "orders", p) for p in (0, 1))
     assert (first.owner, second.owner) == ("newer", "me")
     assert first.ledger.has(RecordId(SESSION, 0, 5)) and second.ledger.has(RecordId(SESSION, 1, 5))
+
+
+def test_the_store_remembers_only_the_ledgers_its_member_owns() -> None:
+    store = CountingStore()
+    acks, ledger_store = AckTracker(), LedgerStore(ConfigCenter(store))
+    ledgers = Ledgers(ledger_store, acks, group="g", owner="me")
+    assert len(ledgers.claim({("orders", p) for p in range(64)})) == 64
+    assert ledgers.store(_acknowledge(acks, 64, 0), deadline=time.monotonic() + 5)
+    assert ledger_store.remembered == 64
+    # Revoked with acknowledgements not stored yet: they are still stored, then forgotten.
+    _acknowledge(acks, 64, 1)
+    revoked = {("orders", p) for p in range(32, 64)}
+    ledgers.release(revoked)
+    assert ledgers.store(revoked, deadline=time.monotonic() + 5)
+    assert ledger_store.remembered == 32
+    stored = LedgerStore(ConfigCenter(store)).load("g", "orders", 40).ledger
+    assert stored.has(RecordId(SESSION, 40, 1))

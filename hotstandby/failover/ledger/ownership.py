@@ -18,7 +18,7 @@ working while the config center is unreachable.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from hotstandby.configcenter.polling import wait_until
 from hotstandby.errors import ConcurrentUpdateError, ConfigCenterError
@@ -27,13 +27,13 @@ from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.logs import get_logger
 
-__all__ = ["Ledgers"]
+__all__ = ["RETRY_S", "Ledgers"]
 
 log = get_logger("hotstandby.ledger")
 
 # After a failed attempt, attempts without a deadline (auto commit, asynchronous commits, polls)
 # wait this long: an unreachable etcd must not slow every poll down.
-_RETRY_S = 1.0
+RETRY_S = 1.0
 _STORE_ERRORS = (ConfigCenterError, ConcurrentUpdateError)
 
 
@@ -86,6 +86,7 @@ class Ledgers:
         still stored, merged into the new owner's)."""
         self.owned -= keys
         self.unclaimed -= keys
+        self._store.forget(self.group, keys)
 
     def reset(self) -> None:
         """A switch: partitions are claimed again as the new cluster assigns them."""
@@ -115,7 +116,7 @@ class Ledgers:
         except _STORE_ERRORS as exc:
             self._failed("ledger.store_failed", exc)
             return False
-        self._stored(fenced)
+        self._stored(fenced, dirty)
         self.dirty.difference_update(dirty)
         return True
 
@@ -125,7 +126,9 @@ class Ledgers:
                       self.generations.get(key, 0) if key in self.owned else -1)
                 for key in keys}  # fmt: skip
 
-    def _stored(self, fenced: set[LedgerKey]) -> None:
+    def _stored(self, fenced: set[LedgerKey], written: Iterable[LedgerKey]) -> None:
+        # The store remembers what it wrote; of partitions no longer ours it need not.
+        self._store.forget(self.group, [key for key in written if key not in self.owned and key not in self.unclaimed])
         # Merged into another member's ledger. For a partition the broker still has assigned to
         # us (a rebalance or a switch in progress) we keep storing until it is revoked; for one
         # we do not own this is what was intended.
@@ -166,12 +169,12 @@ class Ledgers:
             self.dirty.update(batch)
             self._failed("ledger.store_failed", outcome)
             return False
-        self._stored(outcome)
+        self._stored(outcome, batch)
         return True
 
     def _failed(self, event: str, exc: Exception) -> None:
         """Log once per outage; no attempt without a deadline for a while."""
-        self._retry_at = time.monotonic() + _RETRY_S
+        self._retry_at = time.monotonic() + RETRY_S
         if not self._failing:
             self._failing = True
             log.warning(event, group=self.group, dirty=len(self.dirty), error=str(exc))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from hotstandby.configcenter import ConfigCenter
@@ -159,6 +159,19 @@ class LedgerStore:
             log.debug("ledger.flushed", key=key, generation=doc.generation, records=len(doc.ledger),
                       dropped=dropped.get(key, 0))  # fmt: skip
         return fenced
+
+    @property
+    def remembered(self) -> int:
+        """How many ledgers' last documents the store keeps (one per partition owned)."""
+        with self._lock:
+            return len(self._known)
+
+    def forget(self, group: str, partitions: Iterable[tuple[str, int]]) -> None:
+        """Drop what is known of these ledgers (partitions no longer ours): the cache holds only
+        the partitions a member owns, and a later write reads the key again first."""
+        with self._lock:
+            for topic, partition in partitions:
+                self._known.pop(self.key(group, topic, partition), None)
 
     def _known_doc(self, key: str) -> LedgerDocument:
         with self._lock:
