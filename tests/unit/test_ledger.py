@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -67,6 +68,17 @@ def test_json_roundtrip_and_malformed_documents() -> None:
                        ('{"v": 1, "sessions": {"01": {"last_ack_ms": 1, "acked": "!!"}}}', "session 01")]:  # fmt: skip
         with pytest.raises(ValidationError, match=match):
             LedgerDocument.from_json(bad)
+
+
+@given(st.text(max_size=20), st.integers(-1, 2**40), st.lists(st.integers(0, 2**33), max_size=30))
+def test_the_stored_form_is_the_compact_json_of_the_document(owner: str, generation: int, seqs: list[int]) -> None:
+    ledger = PartitionLedger()
+    for seq in seqs:
+        ledger.ack(rid(S1 if seq % 2 else S2, seq), now_ms=NOW)
+    doc = LedgerDocument(ledger, generation=generation, owner=owner, updated_at_ms=NOW)
+    expected = {"v": 1, "generation": generation, "owner": owner, "updated_at_ms": NOW,
+                "sessions": ledger.sessions_json()}  # fmt: skip
+    assert doc.to_json() == json.dumps(expected, separators=(",", ":"))
 
 
 @pytest.fixture

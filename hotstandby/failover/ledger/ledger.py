@@ -164,15 +164,15 @@ class LedgerDocument:
     updated_at_ms: int = 0
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "v": _VERSION,
-                "generation": self.generation,
-                "owner": self.owner,
-                "updated_at_ms": self.updated_at_ms,
-                "sessions": self.ledger.sessions_json(),
-            },
-            separators=(",", ":"),
+        """The stored form: compact JSON, written out directly (a commit writes one per
+        partition; every value but the owner is a number, hex or base64, nothing to escape)."""
+        sessions = ",".join(
+            f'"{session}":{{"last_ack_ms":{int(entry["last_ack_ms"])},"acked":"{entry["acked"]}"}}'
+            for session, entry in self.ledger.sessions_json().items()
+        )
+        return (
+            f'{{"v":{_VERSION},"generation":{int(self.generation)},"owner":{json.dumps(self.owner)},'
+            f'"updated_at_ms":{int(self.updated_at_ms)},"sessions":{{{sessions}}}}}'
         )
 
     @classmethod

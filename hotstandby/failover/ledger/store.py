@@ -68,10 +68,15 @@ class LedgerStore:
         # and compares that revision, so storing a commit's ledgers is one transaction whatever
         # their number; a key another member wrote meanwhile is read again.
         self._known: dict[str, tuple[LedgerDocument, int]] = {}
+        self._keys: dict[tuple[str, str, int], str] = {}  # built once: every commit names them all
         self._lock = threading.Lock()
 
     def key(self, group: str, topic: str, partition: int) -> str:
-        return self._center.keys.ledger(group, topic, partition)
+        try:
+            return self._keys[(group, topic, partition)]
+        except KeyError:
+            key = self._keys[(group, topic, partition)] = self._center.keys.ledger(group, topic, partition)
+            return key
 
     def load(self, group: str, topic: str, partition: int) -> LedgerDocument:
         """The stored ledger (empty, generation -1, if there is none or it is unreadable)."""
@@ -171,7 +176,9 @@ class LedgerStore:
         the partitions a member owns, and a later write reads the key again first."""
         with self._lock:
             for topic, partition in partitions:
-                self._known.pop(self.key(group, topic, partition), None)
+                key = self._keys.pop((group, topic, partition), None)
+                if key is not None:
+                    self._known.pop(key, None)
 
     def _known_doc(self, key: str) -> LedgerDocument:
         with self._lock:
