@@ -1,8 +1,9 @@
 """SDK vs raw client throughput on the reference cluster, measured in the same run.
 
-    python bench/throughput.py --system kafka|pulsar [--records N] [--size BYTES] [--rounds R] [--json]
+    python bench/throughput.py --system kafka|pulsar [--brokers lite|apache] [--refcluster-dir DIR]
+                               [--records N] [--size BYTES] [--rounds R] [--json]
 
-Starts its own reference cluster on free loopback ports; same broker, same client settings
+Starts its own reference cluster on free loopback ports (or uses one that is up); same broker, same client settings
 (the reference cluster's) for both clients, raw and SDK alternating from round to round so
 that the noise of this shared machine hits both; round 0 warms up and is not counted.
 
@@ -27,7 +28,10 @@ look it up in a set. ``produce_floor_ratio`` and ``consume_floor_ratio`` (floor 
 what the SDK's ratios can reach with this client library in Python.
 
 Ratios are the median over rounds of SDK / raw within the round (the broker slows down as it
-holds more data, so figures drift over a run); the rates printed are per-kind medians.
+holds more data, so figures drift over a run); the rates printed are per-kind medians. Beside
+each rate, the process's CPU time per record over the same window (every thread: the client
+library's own included), which depends much less on the machine's noise than the rates do:
+``cpu_ratio`` is SDK / raw of it.
 """
 
 from __future__ import annotations
@@ -36,17 +40,28 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
 from typing import Any
 
+from bench_cluster import add_cluster_options, reference_cluster
+
 from hotstandby.failover.identity import HEADER, IdentityText, RecordId, new_session
 from hotstandby.logs import configure
-from hotstandby.refcluster import Ports, RefCluster
+from hotstandby.refcluster import RefCluster
 
 _SLICES = 10  # produce turns per round and client
+
+
+class _Spent:
+    """Wall and CPU time (the whole process's) from its creation to :meth:`stop`."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def stop(self) -> tuple[float, float]:
+        return time.perf_counter() - self.wall, time.process_time() - self.cpu
 
 
 def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, Any]:
@@ -68,9 +83,10 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
         admin.create_topics([NewTopic(name, num_partitions=4, replication_factor=1)])[name].result(15)
         return name
 
-    def produce(producer: Any, name: str, first: int, count: int) -> float:
-        """Seconds to send records ``first`` .. ``first + count - 1`` and have them acknowledged."""
-        started = time.perf_counter()
+    def produce(producer: Any, name: str, first: int, count: int) -> tuple[float, float]:
+        """Seconds (wall, CPU) to send records ``first`` .. ``first + count - 1`` and have them
+        acknowledged."""
+        started = _Spent()
         for i in range(first, first + count):
             while True:
                 try:
@@ -81,9 +97,9 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
             producer.poll(0)
         if producer.flush(120) != 0:
             raise RuntimeError(f"{name}: records still undelivered after 120 s")
-        return time.perf_counter() - started
+        return started.stop()
 
-    def consume(consumer: Any, names: list[str], expected: int) -> float:
+    def consume(consumer: Any, names: list[str], expected: int) -> tuple[float, float]:
         consumer.subscribe(names)
         first = None
         count = 0
@@ -94,12 +110,14 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
             msg = consumer.poll(0.5)
             if msg is None or msg.error() is not None:
                 continue
-            first = first or time.perf_counter()
+            first = first or _Spent()
             count += 1
         assert first is not None
-        return (expected - 1) / max(time.perf_counter() - first, 1e-9)
+        wall, cpu = first.stop()
+        return (expected - 1) / max(wall, 1e-9), cpu / (expected - 1)
 
-    rates: dict[str, list[float]] = {"raw_produce": [], "sdk_produce": [], "raw_consume": [], "sdk_consume": []}
+    rates: dict[str, list[float]] = {f"{kind}_{what}": [] for kind in ("raw", "sdk") for what in ("produce", "consume")}
+    cpu: dict[str, list[float]] = {key: [] for key in rates}  # seconds per record
     sdk_topics: list[str] = []
     # Round 0 warms the broker and both clients up and is not counted. Within a round the two
     # clients take turns slice by slice: the reference broker's rate swings by 2x within
@@ -110,19 +128,22 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
         sdk_producer = Producer(sdk_base)
         raw_topic, sdk_topic = topic(), topic()
         sdk_topics.append(sdk_topic)
-        spent = {"raw": 0.0, "sdk": 0.0}
+        spent = {"raw": [0.0, 0.0], "sdk": [0.0, 0.0]}
         try:
             for n, first in enumerate(range(0, records, slice_size)):
                 count = min(slice_size, records - first)
                 for kind in ("raw", "sdk") if n % 2 == 0 else ("sdk", "raw"):
                     if kind == "raw":
-                        spent["raw"] += produce(raw_producer, raw_topic, first, count)
+                        wall, used = produce(raw_producer, raw_topic, first, count)
                     else:
-                        spent["sdk"] += produce(sdk_producer, sdk_topic, first, count)
+                        wall, used = produce(sdk_producer, sdk_topic, first, count)
+                    spent[kind][0] += wall
+                    spent[kind][1] += used
         finally:
             sdk_producer.close()
         for kind in ("raw", "sdk"):
-            rates[f"{kind}_produce"].append(records / spent[kind])
+            rates[f"{kind}_produce"].append(records / spent[kind][0])
+            cpu[f"{kind}_produce"].append(spent[kind][1] / records)
     written = records * (rounds + 1)
     for r in range(rounds + 1):
         for kind in ("raw", "sdk") if r % 2 == 0 else ("sdk", "raw"):
@@ -133,14 +154,22 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
             else:
                 consumer = Consumer({**sdk_base, "group.id": group})
             try:
-                rates[f"{kind}_consume"].append(consume(consumer, sdk_topics, written))
+                rate, used = consume(consumer, sdk_topics, written)
+                rates[f"{kind}_consume"].append(rate)
+                cpu[f"{kind}_consume"].append(used)
             finally:
                 consumer.close()
-    return _summary("kafka", rates, records, written, size, rounds)
+    return _summary("kafka", rates, cpu, records, written, size, rounds)
 
 
 def _summary(
-    system: str, rates: dict[str, list[float]], records: int, written: int, size: int, rounds: int
+    system: str,
+    rates: dict[str, list[float]],
+    cpu: dict[str, list[float]],
+    records: int,
+    written: int,
+    size: int,
+    rounds: int,
 ) -> dict[str, Any]:
     kinds = [kind for kind in ("raw", "sdk", "floor") if rates.get(f"{kind}_produce")]
     for kind in kinds:
@@ -169,7 +198,11 @@ def _summary(
         "consume_ratio": round(paired("consume"), 3),
         **floor,
         **{f"{k}_per_s": round(v, 1) for k, v in med.items()},
-    }
+        **{f"{k}_cpu_us_per_record": round(statistics.median(v[1:]) * 1e6, 2) for k, v in cpu.items()},
+        **{f"{what}_cpu_ratio": round(statistics.median(cpu[f"sdk_{what}"][1:]) /
+                                      statistics.median(cpu[f"raw_{what}"][1:]), 3)
+           for what in ("produce", "consume")},
+    }  # fmt: skip
 
 
 def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, Any]:
@@ -189,7 +222,7 @@ def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, A
     def topic() -> str:
         return f"persistent://public/default/bench-{uuid.uuid4().hex[:8]}"
 
-    def produce(producer: Any, identities: IdentityText | None = None) -> float:
+    def produce(producer: Any, identities: IdentityText | None = None) -> tuple[float, float]:
         done = threading.Event()
         acked = [0]
 
@@ -198,7 +231,7 @@ def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, A
             if acked[0] == records:
                 done.set()
 
-        started = time.perf_counter()
+        started = _Spent()
         if identities is None:
             for i in range(records):
                 producer.send_async(payload, callback, partition_key=str(i))
@@ -208,12 +241,12 @@ def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, A
         producer.flush()
         if not done.wait(120):
             raise RuntimeError(f"{acked[0]} of {records} acknowledged within 120 s")
-        rate = records / (time.perf_counter() - started)
+        wall, used = started.stop()
         producer.close()
-        return rate
+        return records / wall, used / records
 
-    def consume(client: Any, names: list[str], subscription: str, *, floor: bool = False) -> float:
-        busy = 0.0
+    def consume(client: Any, names: list[str], subscription: str, *, floor: bool = False) -> tuple[float, float]:
+        busy = used = 0.0
         for name in names:
             consumer = client.subscribe(name, subscription, initial_position=pulsar.InitialPosition.Earliest)
             first, count = None, 0
@@ -226,7 +259,7 @@ def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, A
                     msg = consumer.receive(timeout_millis=500)
                 except pulsar.Timeout:
                     continue
-                first = first or time.perf_counter()
+                first = first or _Spent()
                 if floor:  # the least a filter does: read the identity, look it up
                     rid = RecordId.decode(bytes.fromhex(msg.properties()[HEADER]))
                     if rid in seen:
@@ -235,12 +268,15 @@ def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, A
                 consumer.acknowledge(msg)
                 count += 1
             assert first is not None
-            busy += time.perf_counter() - first
+            wall, cpu_s = first.stop()
+            busy, used = busy + wall, used + cpu_s
             consumer.close()
-        return (records * len(names) - len(names)) / max(busy, 1e-9)
+        counted = records * len(names) - len(names)
+        return counted / max(busy, 1e-9), used / counted
 
     kinds = ("raw", "sdk", "floor")
     rates: dict[str, list[float]] = {f"{kind}_{what}": [] for kind in kinds for what in ("produce", "consume")}
+    cpu: dict[str, list[float]] = {key: [] for key in rates}
     sdk_topics: list[str] = []
     identities = IdentityText(new_session())
     try:
@@ -248,19 +284,22 @@ def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, A
             for kind in kinds[r % 3 :] + kinds[: r % 3]:  # each goes first in turn
                 if kind == "sdk":
                     sdk_topics.append(topic())
-                    rates["sdk_produce"].append(produce(sdk_client.create_producer(sdk_topics[-1], **producer_kwargs)))
+                    rate, used = produce(sdk_client.create_producer(sdk_topics[-1], **producer_kwargs))
                 else:
                     made = raw_client.create_producer(topic(), **producer_kwargs)
-                    rates[f"{kind}_produce"].append(produce(made, identities if kind == "floor" else None))
+                    rate, used = produce(made, identities if kind == "floor" else None)
+                rates[f"{kind}_produce"].append(rate)
+                cpu[f"{kind}_produce"].append(used)
         for r in range(rounds + 1):
             for kind in kinds[r % 3 :] + kinds[: r % 3]:
                 client = sdk_client if kind == "sdk" else raw_client
-                rate = consume(client, sdk_topics, f"s-{kind}-{r}", floor=kind == "floor")
+                rate, used = consume(client, sdk_topics, f"s-{kind}-{r}", floor=kind == "floor")
                 rates[f"{kind}_consume"].append(rate)
+                cpu[f"{kind}_consume"].append(used)
     finally:
         sdk_client.close()
         raw_client.close()
-    return _summary("pulsar", rates, records, records * len(sdk_topics), size, rounds)
+    return _summary("pulsar", rates, cpu, records, records * len(sdk_topics), size, rounds)
 
 
 def main() -> int:
@@ -270,17 +309,20 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=100, help="value bytes per record")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    add_cluster_options(parser)
     args = parser.parse_args()
     configure("warning")
-    with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, RefCluster(tmp, Ports.free()) as rc:
+    with reference_cluster(args.brokers, args.refcluster_dir) as rc:
         result = (_kafka if args.system == "kafka" else _pulsar)(rc, args.records, args.size, args.rounds)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(f"produce: SDK {result['sdk_produce_per_s']:,.0f}/s vs raw {result['raw_produce_per_s']:,.0f}/s "
-              f"-> ratio {result['produce_ratio']}")  # fmt: skip
+              f"-> ratio {result['produce_ratio']}; CPU per record {result['sdk_produce_cpu_us_per_record']} "
+              f"vs {result['raw_produce_cpu_us_per_record']} us -> {result['produce_cpu_ratio']}")  # fmt: skip
         print(f"consume: SDK {result['sdk_consume_per_s']:,.0f}/s vs raw {result['raw_consume_per_s']:,.0f}/s "
-              f"-> ratio {result['consume_ratio']}")  # fmt: skip
+              f"-> ratio {result['consume_ratio']}; CPU per record {result['sdk_consume_cpu_us_per_record']} "
+              f"vs {result['raw_consume_cpu_us_per_record']} us -> {result['consume_cpu_ratio']}")  # fmt: skip
         if "consume_floor_ratio" in result:
             print(f"floor (raw client + identities): produce {result['produce_floor_ratio']}, "
                   f"consume {result['consume_floor_ratio']}")  # fmt: skip
