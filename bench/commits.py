@@ -85,7 +85,8 @@ def _take_one_each(consumer: Any, partitions: int, timeout: float = 30.0, name: 
     return last
 
 
-def _measure(rc: RefCluster, partitions: int, commits: int) -> dict[str, Any]:
+def measure(rc: RefCluster, partitions: int, commits: int) -> dict[str, Any]:
+    """Raw and SDK synchronous commits of one message and of all ``partitions``, side by side."""
     from confluent_kafka import OFFSET_BEGINNING, TopicPartition
     from confluent_kafka import Consumer as RawConsumer
 
@@ -137,7 +138,7 @@ def main() -> int:
     add_cluster_options(parser)
     args = parser.parse_args()
     with reference_cluster(args.brokers, args.refcluster_dir) as rc:
-        results = [_measure(rc, p, args.commits) for p in args.partitions]
+        results = [measure(rc, p, args.commits) for p in args.partitions]
     if args.json:
         print(json.dumps({"brokers": args.brokers, "results": results}, indent=2))
         return 0

@@ -78,7 +78,8 @@ def _longest_gap(times: list[float], start: float, end: float) -> float:
     return max(b - a for a, b in itertools.pairwise(edges))
 
 
-def run(rc: RefCluster, flips: int, seconds: float, rate: int) -> dict[str, Any]:
+def measure(rc: RefCluster, flips: int = 20, seconds: float = 10.0, rate: int = 500) -> dict[str, Any]:
+    """The flapping run on ``rc`` (see the module doc)."""
     center = ConfigCenter.open(replace(rc.settings("sre"), namespace=rc.namespace))
     topic = f"flap-{uuid.uuid4().hex[:8]}"
     _topic_everywhere(rc, topic)
@@ -183,7 +184,7 @@ def main() -> int:
     args = parser.parse_args()
     configure("warning")
     with reference_cluster(args.brokers, args.refcluster_dir) as rc:
-        result = run(rc, args.flips, args.seconds, args.rate)
+        result = measure(rc, args.flips, args.seconds, args.rate)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

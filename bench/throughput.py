@@ -302,6 +302,11 @@ def _pulsar(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, A
     return _summary("pulsar", rates, cpu, records, records * len(sdk_topics), size, rounds)
 
 
+def measure(rc: RefCluster, system: str, records: int = 5_000, size: int = 100, rounds: int = 5) -> dict[str, Any]:
+    """Produce and consume rates and CPU per record, raw and SDK, of ``system`` on ``rc``."""
+    return (_kafka if system == "kafka" else _pulsar)(rc, records, size, rounds)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--system", choices=("kafka", "pulsar"), default="kafka")
@@ -313,7 +318,7 @@ def main() -> int:
     args = parser.parse_args()
     configure("warning")
     with reference_cluster(args.brokers, args.refcluster_dir) as rc:
-        result = (_kafka if args.system == "kafka" else _pulsar)(rc, args.records, args.size, args.rounds)
+        result = measure(rc, args.system, args.records, args.size, args.rounds)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

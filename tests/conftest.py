@@ -32,6 +32,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.integration)
         if apache and item.get_closest_marker("lite_only"):
             item.add_marker(pytest.mark.skip(reason="shows a behaviour of the lite reference cluster"))
+        if not apache and item.get_closest_marker("apache_only"):
+            item.add_marker(pytest.mark.skip(reason="needs what only the real brokers serve"))
 
 
 @pytest.fixture(autouse=True)

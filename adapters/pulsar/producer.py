@@ -9,7 +9,9 @@ outbox (:mod:`hotstandby.failover.outbox`).
 In a switch (run by the client) the producer lets the old cluster acknowledge what it has
 when it still answers, makes its counterpart on the new cluster, and then re-sends — same
 properties, same partition, in order — what the outbox says: every pending message and the
-replay window (Pulsar's replication position is not read: nothing is trimmed). The
+replay window, less what geo-replication provably copied to the new cluster already
+(:mod:`hotstandby.adapters.pulsar.replication_position`: the newest copy from the cluster
+left, at the end of each partition on the new one, read within a second at most). The
 callback of ``send_async`` fires exactly once per message: with the result on the cluster
 that acknowledged it last, or with the failure pulsar-client reported (then the message is
 not sent again).
@@ -26,13 +28,15 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pulsar
-from pulsar.schema import BytesSchema, Schema
+from pulsar.schema import Schema
 
 from hotstandby.adapters.pulsar.adapter import ADAPTER, decode_identity
+from hotstandby.adapters.pulsar.producer_message import BYTES, Encoded, Message, SendCallback, exception_for
+from hotstandby.adapters.pulsar.replication_position import copied_through, offset_of
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
 from hotstandby.failover.identity import HEADER, IdentityText, new_session
-from hotstandby.failover.outbox import Outbox
+from hotstandby.failover.outbox import Outbox, ReplicatedTo, Stored
 from hotstandby.failover.partitioner import Partitioner
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.logs import Seldom, get_logger
@@ -45,7 +49,6 @@ __all__ = ["Producer"]
 log = get_logger("hotstandby.pulsar.producer")
 seldom = Seldom(log)
 
-SendCallback = Callable[[pulsar.Result, Any], None]
 _SEND_OPTIONS = frozenset(("partition_key", "ordering_key", "sequence_id", "replication_clusters",
                            "disable_replication", "event_timestamp", "deliver_at", "deliver_after"))  # fmt: skip
 # pulsar.Result is a pybind11 enum: == costs ~1 µs, .value a third of it (once per message).
@@ -54,55 +57,7 @@ _NO_LIMIT_S = 300.0  # how long send() and flush() wait when send_timeout_millis
 _FULL = pulsar.Result.ProducerQueueIsFull
 _CLOSED = pulsar.Result.AlreadyClosed
 _PUMP_WAIT_S = 0.5  # the re-send's wait for room: acknowledgements wake it, this bounds each wait
-_BYTES = BytesSchema()  # pulsar-client's default schema: bytes only
-
-
-def exception_for(result: pulsar.Result) -> pulsar.PulsarException:
-    """The exception pulsar-client raises for ``result`` (its classes are named after the results)."""
-    kind = getattr(pulsar.exceptions, result.name, pulsar.PulsarException)
-    return kind(f"Failed to send message: {result.name}")
-
-
-class _Encoded(Schema):  # type: ignore[misc]  # pulsar.schema is untyped
-    """The application's schema towards the broker (its schema info), for content the SDK
-    encoded with it already: re-sends then neither encode twice nor need the object."""
-
-    def __init__(self, schema: Schema) -> None:
-        self._record_cls = bytes
-        self._schema_info = schema.schema_info()
-        self._inner_schema = schema
-
-    def encode(self, obj: bytes) -> bytes:
-        return obj
-
-    def decode(self, data: bytes) -> Any:
-        return self._inner_schema.decode(data)
-
-
-class _Message:
-    """A message sent and not yet acknowledged, then in the replay window."""
-
-    __slots__ = ("callback", "content", "key", "options", "properties")
-
-    def __init__(
-        self,
-        content: bytes | None,
-        properties: dict[str, str],
-        options: dict[str, Any],
-        key: tuple[int, int],
-        callback: SendCallback | None,
-    ) -> None:
-        self.content, self.properties, self.key, self.callback = content, properties, key, callback
-        self.options = options  # the send_async keywords given, passed again when re-sent
-
-    @property
-    def partition(self) -> int:
-        return self.key[0]
-
-    @property
-    def size(self) -> int:
-        """Bytes counted against the replay window (a null value: none)."""
-        return 0 if self.content is None else len(self.content)
+_POSITIONS_BUDGET_S = 1.0  # a switch's look for replication's position, at most (for all partitions)
 
 
 class Producer:
@@ -120,7 +75,7 @@ class Producer:
         if self._schema is not None:
             if not isinstance(self._schema, Schema):
                 raise ValueError(f"Argument schema is expected to be of type 'Schema' and not '{type(self._schema)}'")
-            self._kwargs["schema"] = _Encoded(self._schema)
+            self._kwargs["schema"] = Encoded(self._schema)
         options = client.options
         # _lock guards the state and is all an acknowledgement needs; _send_lock keeps sends in
         # sequence order and is held while pulsar-client may block (a full queue), which must
@@ -131,7 +86,7 @@ class Producer:
         self._session = new_session()
         self._identity = IdentityText(self._session)
         self._sequences: dict[int, int] = {}
-        self._outbox: Outbox[tuple[int, int], _Message] = Outbox(options.replay_window_ms, options.replay_window_bytes)
+        self._outbox: Outbox[tuple[int, int], Message] = Outbox(options.replay_window_ms, options.replay_window_bytes)
         self._partitioner = Partitioner(options.partitioner or ADAPTER.default_partitioner)
         timeout_ms = int(self._kwargs.get("send_timeout_millis", 30_000))
         self._wait_s = timeout_ms / 1000 + options.drain_timeout_ms / 1000 + 5 if timeout_ms > 0 else _NO_LIMIT_S
@@ -140,13 +95,16 @@ class Producer:
         # count against max_pending_messages as with pulsar-client, the replay window does not.
         self._limit = int(self._kwargs.get("max_pending_messages", 1000))
         self._block = bool(self._kwargs.get("block_if_queue_full", False))
-        self._backlog: deque[_Message] = deque()
+        self._backlog: deque[Message] = deque()
         self._resending = False
         self._room = threading.Condition(self._lock)  # notified on acknowledgements while re-sending
         self._generation = 0
         self._closed = False
         self.resent = 0
+        self.trimmed = 0  # window messages not re-sent: replication had copied them
+        self._cluster = client.spec.name  # where the current generation's messages go
         partitions = client.inner.get_topic_partitions(topic)
+        self._partition_names = partitions
         self._partitions = len(partitions)
         # UseSinglePartition: messages without a key go to one partition, chosen at random.
         self._single = (
@@ -203,7 +161,7 @@ class Producer:
         # As pulsar-client: None is a message with a null value; otherwise the schema encodes
         # (the default one takes bytes only: TypeError), and what it gives must be bytes.
         if content is not None and (self._schema is not None or type(content) is not bytes):
-            content = (self._schema or _BYTES).encode(content)
+            content = (self._schema or BYTES).encode(content)
             if not isinstance(content, bytes):
                 raise ValueError(f"Argument data is expected to be of type 'bytes' and not '{type(content).__name__}'")
         # _send_lock alone: it orders the sends, and Outbox.add (what an acknowledgement
@@ -231,7 +189,7 @@ class Producer:
             self._sequences[partition] = seq + 1
             props[HEADER] = self._identity.text(partition, seq)
             key = (partition, seq)
-            message = _Message(content, props, options, key, callback)
+            message = Message(content, props, options, key, callback)
             self._outbox.add(key, message)
             try:
                 if not self._resending or not self._queue(message):
@@ -298,7 +256,7 @@ class Producer:
 
     # -- sending ----------------------------------------------------------------------------
 
-    def _send(self, inner: pulsar.Producer, generation: int, message: _Message) -> None:
+    def _send(self, inner: pulsar.Producer, generation: int, message: Message) -> None:
         """Hand ``message`` to ``inner`` (``_send_lock`` held)."""
         if self._partitioned:
             self._routing = (threading.get_ident(), message.partition)
@@ -322,7 +280,7 @@ class Producer:
                 self._room.wait(min(left, _PUMP_WAIT_S))
         return True
 
-    def _queue(self, message: _Message) -> bool:
+    def _queue(self, message: Message) -> bool:
         """Put ``message`` behind the re-send; False when that ended meanwhile (send it now)."""
         with self._lock:
             if not self._resending:
@@ -355,12 +313,16 @@ class Producer:
             for message in batch:
                 self._send(inner, generation, message)
 
-    def _acknowledged(self, message: _Message, generation: int, result: pulsar.Result, message_id: Any) -> None:
+    def _acknowledged(self, message: Message, generation: int, result: pulsar.Result, message_id: Any) -> None:
         with self._lock:
             if generation != self._generation:
                 return  # a connection given up in a switch: the message was sent again
             if result.value == _OK:
-                self._outbox.acknowledged(message.key, message.size)
+                stored = None
+                if message_id is not None:
+                    offset = offset_of(message_id.ledger_id(), message_id.entry_id())
+                    stored = Stored(self._cluster, self._topic, message.partition, offset, int(time.time() * 1000))
+                self._outbox.acknowledged(message.key, message.size, stored)
             elif self._outbox.refused(message.key, message.size):
                 seldom.warning("producer.replay_refused", topic=self._topic, result=str(result),
                                note="kept in the replay window for the next switch")  # fmt: skip
@@ -394,12 +356,16 @@ class Producer:
         """Make the counterpart on the new cluster; the returned step puts it in place and
         re-sends (run under the client's lock, once every member is prepared)."""
         new = self._create(client)
+        positions = self._replication_positions(client, source)
 
         def commit() -> None:
             with self._send_lock, self._lock:
                 self._generation += 1
-                self._inner = new
-                replay = self._outbox.replay().records  # with messages still replayed from a switch before
+                self._inner, self._cluster = new, spec.name
+                # With messages still replayed from a switch before.
+                replayed = self._outbox.replay(source, positions, self._client.options.timestamp_skew_ms)
+                replay = replayed.records
+                self.trimmed += replayed.trimmed
                 self._backlog = deque(replay)
                 self._resending = bool(replay)
                 self.resent += len(replay)
@@ -407,9 +373,19 @@ class Producer:
                     pump = threading.Thread(target=self._pump, args=(new, self._generation), daemon=True,
                                             name="hotstandby-resend")  # fmt: skip
                     pump.start()
-            log.info("producer.switched", topic=self._topic, source=source, to=spec.name, resent=len(replay))
+            log.info("producer.switched", topic=self._topic, source=source, to=spec.name, resent=len(replay),
+                     replicated=replayed.trimmed)  # fmt: skip
 
         return commit
+
+    def _replication_positions(self, client: pulsar.Client, source: str) -> dict[tuple[str, int], ReplicatedTo]:
+        """What the new cluster (``client``) shows copied from ``source``, for the window's sake."""
+        with self._lock:
+            if not self._outbox.in_window:
+                return {}
+        budget = min(_POSITIONS_BUDGET_S, self._client.options.drain_timeout_ms / 1000)
+        only_other = len(self._client.follower.route.clusters) == 2
+        return copied_through(client, self._topic, self._partition_names, source, only_other=only_other, budget_s=budget)
 
 
 def _flush_quietly(producer: pulsar.Producer) -> None:

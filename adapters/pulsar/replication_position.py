@@ -1,0 +1,163 @@
+"""How far geo-replication copied a topic from the cluster a producer leaves to the one it moves to.
+
+A copy carries its source position (``__MSG_PROP_REPL_SOURCE_POSITION`` = ``"ledger:entry"``
+on the source cluster). Replication copies a topic partition in order, so the newest copy from
+the source on the target proves every source entry *before* its own copied (not its own: the
+reference replicator copies a batch message by message, and the entry's later messages may
+still be on their way). That newest copy is looked for at the end of the target's partition:
+its last message (a reader from the latest message, inclusive), then further back in its last
+ledger (up to :data:`_TAIL_MESSAGES` messages), within a time budget; a partition where none is
+found proves nothing (its window records are all re-sent). Nothing is written on the target:
+readers only. pulsar-lite serves no reader from the latest message inclusive, so on the lite
+reference cluster nothing is proven copied and a switch re-sends the whole window.
+
+Positions are :class:`~hotstandby.failover.outbox.ReplicatedTo` with the offset
+``ledger << 40 | entry`` (:func:`offset_of`, the order of entries within a topic partition) and
+the copy's publish time, which :func:`~hotstandby.failover.outbox.replicated` compares with a
+record's acknowledgement: a source that came back empty since cannot have a position counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable
+
+import pulsar
+
+from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM
+from hotstandby.failover.outbox import ReplicatedTo
+from hotstandby.logs import get_logger
+
+__all__ = ["copied_through", "offset_of"]
+
+log = get_logger("hotstandby.pulsar.producer")
+
+_ENTRY_BITS = 40
+_TAIL_MESSAGES = 2_000  # read back from the end at most, per partition
+_BACK_ENTRIES = (0, 16, 256)  # how far back in the last ledger to start reading, in turn
+_READ_WAIT_MS = 500
+
+
+def offset_of(ledger: int, entry: int) -> int:
+    """A position in a topic partition as one comparable number (ledgers ascend, then entries)."""
+    return ledger << _ENTRY_BITS | entry
+
+
+def copied_through(
+    client: pulsar.Client,
+    topic: str,
+    partitions: Iterable[str],
+    source: str,
+    *,
+    only_other: bool,
+    budget_s: float,
+) -> dict[tuple[str, int], ReplicatedTo]:
+    """For each of ``topic``'s ``partitions`` (their topic names, as pulsar-client lists them),
+    by ``(topic, partition number)``, what the target (``client``'s cluster) proves copied from
+    ``source``; partitions without a proof are left out. ``only_other``: the
+    route has two clusters, so a copy that does not name its source (Apache Pulsar's do not)
+    comes from ``source``. Stops looking after ``budget_s``."""
+    deadline = time.monotonic() + budget_s
+    found: dict[tuple[str, int], ReplicatedTo] = {}
+    for name in partitions:
+        partition = _number(name)
+        if time.monotonic() >= deadline:
+            log.info("producer.replication_position_budget_spent", topic=topic, budget_s=budget_s)
+            break
+        try:
+            position = _newest_copy(client, name, source, only_other, deadline)
+        except pulsar.PulsarException as exc:
+            log.info("producer.replication_position_unread", topic=name, error=str(exc))
+            continue
+        if position is not None:
+            found[(topic, partition)] = position
+    return found
+
+
+def _number(name: str) -> int:
+    """A partition topic's number (0: a topic without partitions)."""
+    _, _, number = name.rpartition("-partition-")
+    return int(number) if number.isdigit() else 0
+
+
+def _copy_position(msg: pulsar.Message, source: str, only_other: bool) -> ReplicatedTo | None:
+    """The source entries ``msg`` proves copied, if it is a copy from ``source``."""
+    properties = msg.properties()
+    raw = properties.get(REPL_SOURCE_POSITION)
+    if raw is None:
+        return None
+    origin = properties.get(REPLICATED_FROM)
+    if origin != source and not (origin is None and only_other):
+        return None
+    try:
+        ledger, entry = (int(part) for part in raw.split(":"))
+    except ValueError:
+        return None
+    return ReplicatedTo(offset_of(ledger, entry) - 1, int(msg.publish_timestamp()))
+
+
+def _newest_copy(client: pulsar.Client, name: str, source: str, only_other: bool, deadline: float) -> ReplicatedTo | None:
+    # The last message, through a reader from the latest message, inclusive. pulsar-lite serves
+    # no such reader (nothing to read): on it nothing is proven, and everything re-sent.
+    last = _read_from(client, name, pulsar.MessageId.latest, inclusive=True, limit=1, deadline=deadline)
+    if not last:
+        return None
+    end = last[0].message_id()
+    ledger, entry = end.ledger_id(), end.entry_id()
+    for back in _BACK_ENTRIES:
+        first = max(entry - back, 0)
+        if first > 0:  # from the entry before, exclusive: the whole of entry ``first`` is read
+            start, inclusive = pulsar.MessageId(-1, ledger, first - 1, -1), False
+        else:
+            start, inclusive = pulsar.MessageId(-1, ledger, 0, -1), True
+        messages = _read_from(client, name, start, inclusive=inclusive, limit=_TAIL_MESSAGES, deadline=deadline,
+                              through=(ledger, entry))  # fmt: skip
+        for msg in reversed(messages):
+            position = _copy_position(msg, source, only_other)
+            if position is not None:
+                return position
+        if first == 0:
+            break  # the ledger's start: an earlier ledger is not looked at
+    return None
+
+
+def _more(reader: pulsar.Reader) -> bool:
+    try:
+        return bool(reader.has_message_available())
+    except pulsar.PulsarException:  # pulsar-lite: no last message id of an empty topic
+        return False
+
+
+def _read_from(
+    client: pulsar.Client,
+    name: str,
+    start: pulsar.MessageId,
+    *,
+    inclusive: bool,
+    limit: int,
+    deadline: float,
+    through: tuple[int, int] | None = None,
+) -> list[pulsar.Message]:
+    """Messages of ``name`` from ``start``: at most ``limit``, up to entry ``through``, and no
+    further than the end of the partition (never waiting for a message to come)."""
+    reader = client.create_reader(name, start, start_message_id_inclusive=inclusive)
+    out: list[pulsar.Message] = []
+    try:
+        while len(out) < limit and _more(reader):
+            wait_ms = min(_READ_WAIT_MS, int((deadline - time.monotonic()) * 1000))
+            if wait_ms <= 0:
+                break
+            try:
+                msg = reader.read_next(wait_ms)
+            except pulsar.Timeout:
+                break
+            if through is not None:
+                mid = msg.message_id()
+                if (mid.ledger_id(), mid.entry_id()) > through:
+                    break
+            out.append(msg)
+    finally:
+        with contextlib.suppress(pulsar.PulsarException):
+            reader.close()
+    return out
