@@ -104,6 +104,7 @@ class PulsarWorkload:
                 producer.send_async(str(seq).encode(), report, partition_key=str(seq % 97))
             producer.flush()
             ctx.resent = producer.resent
+            ctx.replicated = producer.trimmed
         finally:
             client.close()
 
