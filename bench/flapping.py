@@ -78,7 +78,9 @@ def _longest_gap(times: list[float], start: float, end: float) -> float:
     return max(b - a for a, b in itertools.pairwise(edges))
 
 
-def measure(rc: RefCluster, flips: int = 20, seconds: float = 10.0, rate: int = 500) -> dict[str, Any]:
+def measure(
+    rc: RefCluster, flips: int = 20, seconds: float = 10.0, rate: int = 500, skew_ms: int | None = None
+) -> dict[str, Any]:
     """The flapping run on ``rc`` (see the module doc)."""
     center = ConfigCenter.open(replace(rc.settings("sre"), namespace=rc.namespace))
     topic = f"flap-{uuid.uuid4().hex[:8]}"
@@ -86,7 +88,10 @@ def measure(rc: RefCluster, flips: int = 20, seconds: float = 10.0, rate: int = 
     base = {"hotstandby.route": ROUTE, "hotstandby.namespace": rc.namespace,
             "hotstandby.etcd": f"127.0.0.1:{rc.ports.etcd}"}  # fmt: skip
     events: list[SwitchEvent] = []
-    producer = Producer({**base, "hotstandby.client.id": "flap-producer", "hotstandby.on_switch": events.append})
+    settings: dict[str, Any] = {**base, "hotstandby.client.id": "flap-producer", "hotstandby.on_switch": events.append}
+    if skew_ms is not None:
+        settings["hotstandby.timestamp.skew.ms"] = skew_ms
+    producer = Producer(settings)
     total = int(rate * (_WARM_S + seconds + _TAIL_S))
     delivered: list[float] = []
     received: dict[int, int] = {}
@@ -161,6 +166,7 @@ def measure(rc: RefCluster, flips: int = 20, seconds: float = 10.0, rate: int = 
         "flips": flips,
         "seconds": seconds,
         "rate": rate,
+        "timestamp_skew_ms": skew_ms,
         "produced": total,
         "resent": resent,
         "trimmed": trimmed,
@@ -179,12 +185,13 @@ def main() -> int:
     parser.add_argument("--flips", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=10.0, help="over which the flips are spread")
     parser.add_argument("--rate", type=int, default=500, help="records/s offered by the producer")
+    parser.add_argument("--skew-ms", type=int, help="the producer's hotstandby.timestamp.skew.ms (default: the SDK's)")
     parser.add_argument("--json", action="store_true")
     add_cluster_options(parser)
     args = parser.parse_args()
     configure("warning")
     with reference_cluster(args.brokers, args.refcluster_dir) as rc:
-        result = measure(rc, args.flips, args.seconds, args.rate)
+        result = measure(rc, args.flips, args.seconds, args.rate, args.skew_ms)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
