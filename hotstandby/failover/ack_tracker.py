@@ -28,9 +28,9 @@ handed out.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import deque
 
+from hotstandby.failover.delivered import Delivered, holds
 from hotstandby.failover.identity import RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
 
@@ -40,30 +40,12 @@ Slot = tuple[str, int]  # (physical topic, partition) records are read from
 LedgerKey = tuple[str, int]  # (logical topic, partition named by the identity)
 
 
-class _Delivered:
-    """One slot's records handed out (or filtered), in the order received."""
-
-    __slots__ = ("acked", "entries", "given_back", "handed", "logical", "origins", "released")
-
-    def __init__(self, logical: str) -> None:
-        self.logical = logical
-        # (position, identity or None when filtered or anonymous, timestamp ms)
-        self.entries: deque[tuple[int, RecordId | None, int]] = deque()
-        self.acked: set[int] = set()  # positions acknowledged out of order, not yet collected
-        self.released: set[int] = set()  # positions handed out, then given back (never acknowledged)
-        self.origins: dict[int, object] = {}  # position -> where the record was copied from (see offer)
-        # A record was given back: it comes again at a later position, so the acknowledged
-        # prefix no longer tells which records before a position were all processed.
-        self.given_back = False
-        self.handed = -1  # the position of the last record handed out (-1: none)
-
-
 class AckTracker:
     """Per consumer: the ledgers it filters by and the records it has handed out."""
 
     def __init__(self) -> None:
         self.ledgers: dict[LedgerKey, PartitionLedger] = {}
-        self._slots: dict[Slot, _Delivered] = {}
+        self._slots: dict[Slot, Delivered] = {}
         self._in_flight: dict[str, set[RecordId]] = {}  # per logical topic
         self._through: dict[Slot, int] = {}  # acknowledged up to (excluded)
         self._processed: dict[Slot, int] = {}  # marked processed up to (excluded)
@@ -74,9 +56,9 @@ class AckTracker:
         self.last_acked_origin: dict[Slot, object] = {}
         self.filtered = 0
         # What was handed out on the previous cluster and never acknowledged (see reset).
-        self._left: dict[Slot, _Delivered] = {}
+        self._left: dict[Slot, Delivered] = {}
         # Per slot, what it handed out before it was read again from an earlier position.
-        self._aside: dict[Slot, list[_Delivered]] = {}
+        self._aside: dict[Slot, list[Delivered]] = {}
 
     # -- receiving ------------------------------------------------------------------------
 
@@ -88,7 +70,7 @@ class AckTracker:
         every record before it in the slot are acknowledged, it is :attr:`last_acked_origin`."""
         delivered = self._slots.get(slot)
         if delivered is None:
-            delivered = self._slots[slot] = _Delivered(logical)
+            delivered = self._slots[slot] = Delivered(logical)
         elif delivered.entries and delivered.entries[-1][0] >= position:
             delivered = self._set_aside(slot)  # read again from an earlier position
         if origin is not None and not delivered.given_back:
@@ -110,12 +92,12 @@ class AckTracker:
         delivered.handed = position
         return True
 
-    def _set_aside(self, slot: Slot) -> _Delivered:
+    def _set_aside(self, slot: Slot) -> Delivered:
         """Keep what ``slot`` handed out so far aside (positions start over); its new record list."""
         old = self._slots[slot]
         if old.entries:
             self._aside.setdefault(slot, []).append(old)
-        new = self._slots[slot] = _Delivered(old.logical)
+        new = self._slots[slot] = Delivered(old.logical)
         new.handed = old.handed
         return new
 
@@ -141,7 +123,7 @@ class AckTracker:
         not collected yet. A message the application got from a cluster the consumer has left
         is not: the same slot name and position name another record here."""
         delivered = self._slots.get(slot)
-        return any(_holds(d, position, rid, timestamp_ms) for d in (delivered, *self._aside.get(slot, ())))
+        return any(holds(d, position, rid, timestamp_ms) for d in (delivered, *self._aside.get(slot, ())))
 
     def release(self, slot: Slot, position: int) -> None:
         """The record at ``position`` was handed out and will not be acknowledged there (a
@@ -150,10 +132,9 @@ class AckTracker:
         delivered = self._slots.get(slot)
         if delivered is None:
             return
-        entries = delivered.entries
-        i = bisect_left(entries, position, key=lambda e: e[0])
-        if i < len(entries) and entries[i][0] == position:
-            rid = entries[i][1]
+        entry = delivered.entry_at(position)
+        if entry is not None:
+            rid = entry[1]
             if rid is not None:
                 self._flying(delivered.logical).discard(rid)
             delivered.released.add(position)
@@ -167,9 +148,7 @@ class AckTracker:
         delivered = self._slots.get(slot)
         if delivered is None:
             return False
-        entries = delivered.entries
-        i = bisect_left(entries, position, key=lambda e: e[0])
-        return i < len(entries) and entries[i][0] == position
+        return delivered.entry_at(position) is not None
 
     def rewind(self, slot: Slot, position: int) -> None:
         """Reading ``slot`` goes back to ``position`` (a Kafka seek): the records handed out
@@ -362,10 +341,9 @@ class AckTracker:
         delivered = self._left.get(slot)
         if delivered is None:
             return None
-        entries = delivered.entries
-        i = bisect_left(entries, position, key=lambda e: e[0])
-        if not (i < len(entries) and entries[i][0] == position and entries[i][1:] == (rid, timestamp_ms)):
+        if not holds(delivered, position, rid, timestamp_ms):
             return None
+        entries = delivered.entries
         touched: set[LedgerKey] = set()
         while entries and entries[0][0] <= position:
             _, left_rid, _ = entries.popleft()
@@ -392,7 +370,7 @@ class AckTracker:
         for slot, olds in self._aside.items():  # one list per slot, in position order
             entries = sorted((e for d in (*olds, self._left.get(slot)) if d is not None for e in d.entries),
                              key=lambda e: e[0])  # fmt: skip
-            merged = self._left[slot] = _Delivered(olds[0].logical)
+            merged = self._left[slot] = Delivered(olds[0].logical)
             merged.entries.extend(entries)
         self._aside.clear()
         self._slots.clear()
@@ -401,12 +379,3 @@ class AckTracker:
         self._processed.clear()
         self.last_acked_ts.clear()
         self.last_acked_origin.clear()
-
-
-def _holds(delivered: _Delivered | None, position: int, rid: RecordId | None, timestamp_ms: int) -> bool:
-    """Whether ``delivered`` handed out this record (same position, identity and timestamp)."""
-    if delivered is None:
-        return False
-    entries = delivered.entries  # in position order
-    i = bisect_left(entries, position, key=lambda e: e[0])
-    return i < len(entries) and entries[i][0] == position and entries[i][1:] == (rid, timestamp_ms)
