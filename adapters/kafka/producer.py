@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from confluent_kafka import KafkaError, Message
@@ -67,7 +68,7 @@ _MAX_KBYTES = _MAX_QUEUE = 2_147_483_647  # the largest queue.buffering.max.kbyt
 _DEFAULT_MESSAGE_TIMEOUT_MS = 300_000  # librdkafka's message.timeout.ms default
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Record:
     topic: str
     partition: int
@@ -80,10 +81,10 @@ class _Record:
     size: int
     reported: bool = False
     txn: Txn | None = None  # the application's transaction it was produced in
+    slot: tuple[str, int, int] = ("", 0, 0)  # its key in the outbox: (topic, partition, sequence)
 
-    @property
-    def slot(self) -> tuple[str, int, int]:
-        return (self.topic, self.partition, self.rid.sequence)
+    def __post_init__(self) -> None:
+        self.slot = (self.topic, self.partition, self.rid.sequence)
 
 
 class _Closed:
@@ -210,7 +211,7 @@ class Producer(ProducerExtras, RouteClient):
                     partition=record.partition,
                     timestamp=record.timestamp,
                     headers=record.headers,
-                    on_delivery=lambda err, msg: self._delivered(record, generation, err, msg),
+                    on_delivery=partial(self._delivered, record, generation),
                 )
                 return
             except BufferError:
@@ -248,6 +249,8 @@ class Producer(ProducerExtras, RouteClient):
 
     def poll(self, timeout: float | None = -1) -> int:
         """Serve delivery callbacks; returns how many were served."""
+        if timeout == 0:  # the usual call after each produce(): nothing to wait for, no slices
+            return int(self._inner.poll(0))
         served = 0
         for wait in wait_slices(timeout):
             served += self._inner.poll(wait)

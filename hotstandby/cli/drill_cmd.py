@@ -92,8 +92,7 @@ def drill(args: argparse.Namespace) -> int:
     if not rc.is_up():
         if not quiet:
             print(f"starting the {rc.brokers} reference cluster in {rc.dir} ...", file=sys.stderr)
-        started_here = rc.up(timeout=240.0 if rc.brokers == "apache" else 60.0,
-                             notes=None if quiet else lambda note: print(f"  {note}", file=sys.stderr))  # fmt: skip
+        started_here = rc.up(notes=None if quiet else lambda note: print(f"  {note}", file=sys.stderr))
     bar = ProgressBar()
     systems = [args.system] if args.system else list(SYSTEMS)
     current = [systems[0]]

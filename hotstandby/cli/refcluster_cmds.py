@@ -50,8 +50,7 @@ def up(args: argparse.Namespace) -> int:
 
     if not args.json:
         print(f"starting the reference cluster in {rc.dir}", file=sys.stderr)
-    timeout = args.timeout or (240.0 if rc.brokers == "apache" else 60.0)
-    fresh = rc.up(progress=progress, timeout=timeout, notes=lambda note: print(f"  {note}", file=sys.stderr))
+    fresh = rc.up(progress=progress, timeout=args.timeout, notes=lambda note: print(f"  {note}", file=sys.stderr))
     elapsed = time.monotonic() - started
     if not fresh and args.secure and not rc.secure:
         print(f"hotstandby: the reference cluster in {rc.dir} is up without --secure; "

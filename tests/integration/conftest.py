@@ -33,7 +33,7 @@ def refcluster(
         return
     rc = RefCluster(tmp_path_factory.mktemp("refcluster"), Ports.free(), brokers=brokers)
     try:
-        rc.up(timeout=240 if brokers == "apache" else 60)
+        rc.up()
         yield rc
     finally:
         rc.down()
