@@ -28,7 +28,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 __all__ = ["Outbox", "Replay", "ReplicatedTo", "Stored", "replicated"]
 
@@ -36,10 +36,9 @@ K = TypeVar("K", bound=tuple[Any, ...])
 R = TypeVar("R")
 
 
-@dataclass(frozen=True, slots=True)
-class Stored:
+class Stored(NamedTuple):
     """Where a cluster acknowledged a record: cluster, topic, partition, offset, and when
-    (wall-clock milliseconds)."""
+    (wall-clock milliseconds). A named tuple: one is made per record acknowledged."""
 
     cluster: str
     topic: str
