@@ -385,7 +385,9 @@ class Producer:
                 return {}
         budget = min(_POSITIONS_BUDGET_S, self._client.options.drain_timeout_ms / 1000)
         only_other = len(self._client.follower.route.clusters) == 2
-        return copied_through(client, self._topic, self._partition_names, source, only_other=only_other, budget_s=budget)
+        return copied_through(
+            client, self._topic, self._partition_names, source, only_other=only_other, budget_s=budget
+        )
 
 
 def _flush_quietly(producer: pulsar.Producer) -> None:

@@ -97,7 +97,9 @@ def _copy_position(msg: pulsar.Message, source: str, only_other: bool) -> Replic
     return ReplicatedTo(offset_of(ledger, entry) - 1, int(msg.publish_timestamp()))
 
 
-def _newest_copy(client: pulsar.Client, name: str, source: str, only_other: bool, deadline: float) -> ReplicatedTo | None:
+def _newest_copy(
+    client: pulsar.Client, name: str, source: str, only_other: bool, deadline: float
+) -> ReplicatedTo | None:
     # The last message, through a reader from the latest message, inclusive. pulsar-lite serves
     # no such reader (nothing to read): on it nothing is proven, and everything re-sent.
     last = _read_from(client, name, pulsar.MessageId.latest, inclusive=True, limit=1, deadline=deadline)
