@@ -7,10 +7,11 @@ import logging
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from hotstandby.configcenter import Event, KeyValue, KVStore, RouteChange, WatchStream
+from hotstandby.configcenter import Event, KeyValue, KVStore, MemoryStore, RouteChange, WatchStream
 from hotstandby.errors import ConfigCenterUnavailable
 
 T = TypeVar("T")
@@ -204,3 +205,29 @@ def two_memory_clusters(route: str, topic: str, partitions: int) -> Iterator[Any
     finally:
         world.store.disconnect()  # wakes the clients' watches: their threads stop at once
         world.close()
+
+
+class CountingStore(GatedStore):
+    """Counts the round trips to the store by kind."""
+
+    def __init__(self) -> None:
+        super().__init__(MemoryStore())
+        self.calls: Counter[str] = Counter()
+        self.largest_write = 0
+
+    def get(self, key: str) -> KeyValue | None:
+        self.calls["read"] += 1
+        return super().get(key)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, KeyValue | None]:
+        self.calls["read"] += 1
+        return super().get_many(keys)
+
+    def put_if_revision(self, key: str, value: bytes, mod_revision: int, *, lease: int = 0) -> bool:
+        self.calls["write"] += 1
+        return super().put_if_revision(key, value, mod_revision, lease=lease)
+
+    def put_all_if_revisions(self, expected: Mapping[str, int], puts: Mapping[str, bytes]) -> dict[str, int] | None:
+        self.calls["write"] += 1
+        self.largest_write = max(self.largest_write, len(puts))
+        return super().put_all_if_revisions(expected, puts)

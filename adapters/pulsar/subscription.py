@@ -156,8 +156,9 @@ class SubscriptionState:
             sends = self._folded(pending)
             ledgers = {key: self.acks.ledger(key).copy() for key in dirty}
         try:
-            for (topic, partition), ledger in sorted(ledgers.items()):
-                self._store.save(self.subscription, topic, partition, ledger, generation=0, owner=self._owner)
+            if ledgers:  # one etcd transaction, whatever the number of partitions
+                versions = {key: (ledger, 0) for key, ledger in ledgers.items()}
+                self._store.save_all(self.subscription, versions, owner=self._owner)
         except BaseException:
             with self.lock:
                 self._dirty |= dirty
@@ -212,3 +213,4 @@ class SubscriptionState:
                         messages=len(self._broker_acks), error=str(exc))  # fmt: skip
         finally:
             self._follower.close()
+            self._store.forget(self.subscription, list(self.acks.ledgers))  # the client's store outlives this

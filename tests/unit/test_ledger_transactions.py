@@ -5,45 +5,17 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
 
-from hotstandby.configcenter import ConfigCenter, MemoryStore
-from hotstandby.configcenter.store import KeyValue
+from hotstandby.configcenter import ConfigCenter
 from hotstandby.failover.ack_tracker import AckTracker
 from hotstandby.failover.identity import RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.ownership import Ledgers
 from hotstandby.failover.ledger.store import LedgerStore
-from tests.support import GatedStore
+from tests.support import CountingStore
 
 NOW = int(time.time() * 1000)
 SESSION = b"\x07" * 16
-
-
-class CountingStore(GatedStore):
-    """Counts the round trips to the store by kind."""
-
-    def __init__(self) -> None:
-        super().__init__(MemoryStore())
-        self.calls: Counter[str] = Counter()
-        self.largest_write = 0
-
-    def get(self, key: str) -> KeyValue | None:
-        self.calls["read"] += 1
-        return super().get(key)
-
-    def get_many(self, keys: Sequence[str]) -> dict[str, KeyValue | None]:
-        self.calls["read"] += 1
-        return super().get_many(keys)
-
-    def put_if_revision(self, key: str, value: bytes, mod_revision: int, *, lease: int = 0) -> bool:
-        self.calls["write"] += 1
-        return super().put_if_revision(key, value, mod_revision, lease=lease)
-
-    def put_all_if_revisions(self, expected: Mapping[str, int], puts: Mapping[str, bytes]) -> dict[str, int] | None:
-        self.calls["write"] += 1
-        self.largest_write = max(self.largest_write, len(puts))
-        return super().put_all_if_revisions(expected, puts)
 
 
 def _member(store: CountingStore, partitions: int) -> tuple[AckTracker, Ledgers]:
