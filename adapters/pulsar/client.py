@@ -27,17 +27,16 @@ consumers'.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import pulsar
 
 from hotstandby.adapters.pulsar.client_settings import client_kwargs
+from hotstandby.adapters.pulsar.client_switch import Move, SwitchParticipation, close_quietly
 from hotstandby.adapters.pulsar.topics import TopicSelection
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
@@ -47,7 +46,6 @@ from hotstandby.failover.follower import RouteClient, RouteFollower
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.failover.switch_events import ClientCounts, OnSwitch
 from hotstandby.failover.switch_gate import SwitchGate
-from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
 
 if TYPE_CHECKING:
@@ -71,19 +69,7 @@ _BYTES = pulsar.schema.BytesSchema()  # pulsar-client's default schema
 _MEMBER_WAIT_S = 60.0
 
 
-@dataclass
-class _Move:
-    """What ``connect`` built for the new cluster, put in place by ``move``."""
-
-    client: pulsar.Client
-    spec: ClusterSpec
-    producers: list[Producer]
-    consumers: list[Consumer]
-    commits: list[Callable[[], None]]
-    old: pulsar.Client | None = None
-
-
-class Client(RouteClient):
+class Client(SwitchParticipation, RouteClient):
     """Drop-in replacement for :class:`pulsar.Client` that follows ``route`` (module doc).
 
     ``etcd``, ``namespace`` and ``client_id`` locate the config center and name the client;
@@ -128,7 +114,7 @@ class Client(RouteClient):
         self._client_kwargs = client_kwargs
         self._lock = threading.RLock()
         self._gate = SwitchGate(self._lock)
-        self._move: _Move | None = None
+        self._move: Move | None = None
         self._producers: list[Producer] = []
         self._consumers: list[Consumer] = []
         self._readers: list[Reader] = []
@@ -333,65 +319,10 @@ class Client(RouteClient):
         if not self._gate.wait_open(_MEMBER_WAIT_S):
             raise pulsar.Timeout(f"a switch of route {self.options.route!r} did not end within {_MEMBER_WAIT_S:g} s")
 
-    # -- the switch protocol (hotstandby.failover.switch_protocol) ---------------------------
-
     def _members(self) -> tuple[list[Producer], list[Consumer], list[Reader | TableView]]:
         """Producers, consumers, and the rest (readers and table views)."""
         with self._lock:
             return list(self._producers), list(self._consumers), [*self._readers, *self._views]
-
-    @property
-    def peer_labels(self) -> Mapping[str, str] | None:
-        """With consumers, every other client of the route stores its acknowledgements before
-        this one hands out anything on the new cluster (another process with a consumer of the
-        same subscription)."""
-        with self._lock:
-            return {} if self._consumers else None
-
-    def drain(self, plan: SwitchPlan) -> None:
-        for producer in self._members()[0]:
-            producer.drain(plan.source)
-
-    def store(self, plan: SwitchPlan) -> None:
-        # Needs etcd: if it fails, the consumers go on with the old cluster until the next attempt.
-        for consumer in self._members()[1]:
-            consumer.store()
-
-    def connect(self, plan: SwitchPlan) -> None:
-        producers, consumers, others = self._members()  # none is made while the gate is closed
-        spec = plan.destination
-        self._move = move = _Move(self._connect(spec), spec, producers, consumers, [])
-        members: list[Member] = [*producers, *consumers, *others]
-        for member in members:
-            move.commits.append(member.prepare(move.client, spec, plan.source.name))
-
-    def abort(self, plan: SwitchPlan) -> None:
-        move, self._move = self._move, None
-        if move is not None:
-            close_quietly(move.client)  # and with it what the members made there
-
-    def move(self, plan: SwitchPlan) -> None:
-        move = self._move
-        assert move is not None, "move without connect"
-        states = list({id(c.state): c.state for c in move.consumers}.values())
-        with self._lock, contextlib.ExitStack() as held:
-            # No acknowledgement between a reset and the consumers' commit: it would reach
-            # neither the old cluster's bookkeeping (reset) nor the identities left behind.
-            for state in states:
-                held.enter_context(state.lock)
-            move.old, self._inner, self._spec = self._inner, move.client, move.spec
-            for state in states:
-                state.reset()  # what was handed out belongs to the old cluster
-            for commit in move.commits:
-                commit()
-
-    def resume(self, plan: SwitchPlan) -> None:
-        move, self._move = self._move, None
-        assert move is not None and move.old is not None, "resume without move"
-        closer = threading.Thread(target=close_quietly, args=(move.old,), daemon=True, name="hotstandby-pulsar-close")
-        closer.start()
-        log.info("client.switched", client=self.options.client_id, source=plan.source.name, to=move.spec.name,
-                 epoch=plan.target.epoch, producers=len(move.producers), consumers=len(move.consumers))  # fmt: skip
 
 
 def _forget(follower: RouteFollower, subscriptions: dict[tuple[Hashable, str], SubscriptionState]) -> None:
@@ -407,11 +338,3 @@ def _counts_of(method: weakref.WeakMethod[Callable[[], ClientCounts]]) -> Client
     """A client's counts for its switch events; none once it was collected."""
     counts = method()
     return counts() if counts is not None else ClientCounts()
-
-
-def close_quietly(closeable: Any) -> None:
-    """Close what we give up (its cluster may be dead: pulsar-client bounds the wait)."""
-    try:
-        closeable.close()
-    except pulsar.PulsarException as exc:
-        log.info("client.close_failed", what=type(closeable).__name__, error=str(exc))
