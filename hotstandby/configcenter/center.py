@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import getpass
-import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from hotstandby.configcenter.documents import (
@@ -18,6 +15,7 @@ from hotstandby.configcenter.documents import (
     utc_now_iso,
 )
 from hotstandby.configcenter.keys import Keys
+from hotstandby.configcenter.snapshot import Snapshot, default_actor
 from hotstandby.configcenter.store import KeyValue, KVStore
 from hotstandby.errors import (
     ConcurrentUpdateError,
@@ -38,36 +36,12 @@ if TYPE_CHECKING:
     from hotstandby.configcenter.prefix_watch import OnEvent, OnSnapshot, PrefixWatch
     from hotstandby.configcenter.watcher import RouteChange, RouteWatcher
 
-__all__ = ["ConfigCenter", "Snapshot", "default_actor"]
+__all__ = ["ConfigCenter", "Snapshot", "default_actor"]  # the last two from snapshot.py
 
 log = get_logger("hotstandby.configcenter")
 
 D = TypeVar("D")
 K = TypeVar("K")
-
-
-def default_actor() -> str:
-    """Who is making a change, for a route's ``by`` field: ``user@host``."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    return f"{user}@{socket.gethostname()}"
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """Everything valid in the namespace at one revision, and what was not valid.
-
-    ``floors`` holds each route's epoch floor (the last value the config center wrote, kept
-    after a delete); a stored route below its floor is a problem, not a route."""
-
-    revision: int
-    clusters: dict[str, ClusterSpec] = field(default_factory=dict)
-    routes: dict[str, Route] = field(default_factory=dict)
-    links: dict[tuple[str, str], Link] = field(default_factory=dict)
-    problems: list[HotStandbyError] = field(default_factory=list)
-    floors: dict[str, Route] = field(default_factory=dict)
 
 
 def _segments(kv: KeyValue, prefix: str, count: int) -> list[str]:
