@@ -46,6 +46,22 @@ def record_id(
         return None
 
 
+def _identity_and_rest(
+    headers: list[tuple[str, Any]] | dict[str, Any], topic: str, partition: int, offset: int
+) -> tuple[RecordId | None, list[tuple[str, Any]]]:
+    """A fetched record's identity and the headers the application sees (all but ``hs-id``).
+    Once per record: the SDK's producer writes the identity last, which is looked at first."""
+    if isinstance(headers, list):
+        name, raw = headers[-1]
+        if name == HEADER and type(raw) is bytes and len(headers) == 1:
+            try:
+                return RecordId.decode(raw), []
+            except FormatError:
+                pass  # record_id says what is wrong
+        return record_id(headers, topic, partition, offset), [(k, v) for k, v in headers if k != HEADER]
+    return record_id(headers, topic, partition, offset), [(k, v) for k, v in headers.items() if k != HEADER]
+
+
 def message_identity(message: Message) -> RecordId | None:
     """The identity of a message the application hands back (ours, or a raw one with headers)."""
     if isinstance(message, LogicalMessage):
@@ -108,18 +124,17 @@ class Fetcher:
         physical, partition, offset = msg.topic() or "", msg.partition() or 0, msg.offset() or 0
         logical = self._s.logical_of(physical)
         headers = msg.headers()
-        rid = record_id(headers, physical, partition, offset) if headers else None
+        rid, shown = _identity_and_rest(headers, physical, partition, offset) if headers else (None, None)
         slot = (physical, partition)
-        if not acks.offer(logical, slot, offset, rid, msg.timestamp()[1]):
+        timestamp = msg.timestamp()
+        if not acks.offer(logical, slot, offset, rid, timestamp[1]):
             acks.mark_filtered_processed(slot, offset)
             return None
         self._last_returned = (slot, offset)
-        pairs = list(headers.items()) if isinstance(headers, dict) else headers or []  # a list, from librdkafka
-        shown = [(k, v) for k, v in pairs if k != HEADER]
         epoch = msg.leader_epoch()  # None when unknown, which the constructor takes as -1
         out = LogicalMessage(
             topic=logical, partition=partition, offset=offset, key=msg.key(), value=msg.value(),
-            headers=shown or None, timestamp=msg.timestamp(), leader_epoch=-1 if epoch is None else epoch,
+            headers=shown or None, timestamp=timestamp, leader_epoch=-1 if epoch is None else epoch,
         )  # fmt: skip
         out.physical_topic = physical
         out.hs_id = rid
