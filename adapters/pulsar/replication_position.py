@@ -20,6 +20,7 @@ record's acknowledgement: a source that came back empty since cannot have a posi
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterable
 
@@ -36,7 +37,8 @@ log = get_logger("hotstandby.pulsar.producer")
 _ENTRY_BITS = 40
 _TAIL_MESSAGES = 2_000  # read back from the end at most, per partition
 _BACK_ENTRIES = (0, 16, 256)  # how far back in the last ledger to start reading, in turn
-_READ_WAIT_MS = 500
+_READ_WAIT_MS = 500  # for each message of the tail (it is there: read from storage)
+_LAST_WAIT_MS = 100  # for the last message (none comes from an empty partition, nor from pulsar-lite)
 
 
 def offset_of(ledger: int, entry: int) -> int:
@@ -57,22 +59,32 @@ def copied_through(
     by ``(topic, partition number)``, what the target (``client``'s cluster) proves copied from
     ``source``; partitions without a proof are left out. ``only_other``: the
     route has two clusters, so a copy that does not name its source (Apache Pulsar's do not)
-    comes from ``source``. Stops looking after ``budget_s``."""
+    comes from ``source``. Returns after ``budget_s`` at most with what was found by then:
+    pulsar-client's calls wait up to the client's operation timeout, so they run on a thread
+    of their own, which ends at its next step once the budget is spent."""
     deadline = time.monotonic() + budget_s
     found: dict[tuple[str, int], ReplicatedTo] = {}
-    for name in partitions:
-        partition = _number(name)
-        if time.monotonic() >= deadline:
-            log.info("producer.replication_position_budget_spent", topic=topic, budget_s=budget_s)
-            break
-        try:
-            position = _newest_copy(client, name, source, only_other, deadline)
-        except pulsar.PulsarException as exc:
-            log.info("producer.replication_position_unread", topic=name, error=str(exc))
-            continue
-        if position is not None:
-            found[(topic, partition)] = position
-    return found
+    lock = threading.Lock()
+
+    def look() -> None:
+        for name in partitions:
+            if time.monotonic() >= deadline:
+                log.info("producer.replication_position_budget_spent", topic=topic, budget_s=budget_s)
+                return
+            try:
+                position = _newest_copy(client, name, source, only_other, deadline)
+            except pulsar.PulsarException as exc:
+                log.info("producer.replication_position_unread", topic=name, error=str(exc))
+                continue
+            if position is not None:
+                with lock:
+                    found[(topic, _number(name))] = position
+
+    worker = threading.Thread(target=look, daemon=True, name="hotstandby-replication-position")
+    worker.start()
+    worker.join(budget_s)
+    with lock:
+        return dict(found)
 
 
 def _number(name: str) -> int:
@@ -102,7 +114,8 @@ def _newest_copy(
 ) -> ReplicatedTo | None:
     # The last message, through a reader from the latest message, inclusive. pulsar-lite serves
     # no such reader (nothing to read): on it nothing is proven, and everything re-sent.
-    last = _read_from(client, name, pulsar.MessageId.latest, inclusive=True, limit=1, deadline=deadline)
+    last = _read_from(client, name, pulsar.MessageId.latest, inclusive=True, limit=1, deadline=deadline,
+                      wait_ms=_LAST_WAIT_MS)  # fmt: skip
     if not last:
         return None
     end = last[0].message_id()
@@ -114,7 +127,7 @@ def _newest_copy(
         else:
             start, inclusive = pulsar.MessageId(-1, ledger, 0, -1), True
         messages = _read_from(client, name, start, inclusive=inclusive, limit=_TAIL_MESSAGES, deadline=deadline,
-                              through=(ledger, entry))  # fmt: skip
+                              wait_ms=_READ_WAIT_MS, end=(ledger, entry, end.batch_index()))  # fmt: skip
         for msg in reversed(messages):
             position = _copy_position(msg, source, only_other)
             if position is not None:
@@ -122,13 +135,6 @@ def _newest_copy(
         if first == 0:
             break  # the ledger's start: an earlier ledger is not looked at
     return None
-
-
-def _more(reader: pulsar.Reader) -> bool:
-    try:
-        return bool(reader.has_message_available())
-    except pulsar.PulsarException:  # pulsar-lite: no last message id of an empty topic
-        return False
 
 
 def _read_from(
@@ -139,26 +145,32 @@ def _read_from(
     inclusive: bool,
     limit: int,
     deadline: float,
-    through: tuple[int, int] | None = None,
+    wait_ms: int,
+    end: tuple[int, int, int] | None = None,
 ) -> list[pulsar.Message]:
-    """Messages of ``name`` from ``start``: at most ``limit``, up to entry ``through``, and no
-    further than the end of the partition (never waiting for a message to come)."""
+    """Messages of ``name`` from ``start``: at most ``limit``, up to the message ``end`` (ledger,
+    entry, batch index), each waited for ``wait_ms`` at most. The reader is never asked whether
+    more is available: with pulsar-lite, whose lookup takes a partition's topic for a
+    partitioned one, pulsar-client's answer over several topics can abort the process
+    (``std::future_error: Promise already satisfied``)."""
     reader = client.create_reader(name, start, start_message_id_inclusive=inclusive)
     out: list[pulsar.Message] = []
     try:
-        while len(out) < limit and _more(reader):
-            wait_ms = min(_READ_WAIT_MS, int((deadline - time.monotonic()) * 1000))
-            if wait_ms <= 0:
+        while len(out) < limit:
+            wait = min(wait_ms, int((deadline - time.monotonic()) * 1000))
+            if wait <= 0:
                 break
             try:
-                msg = reader.read_next(wait_ms)
+                msg = reader.read_next(wait)
             except pulsar.Timeout:
                 break
-            if through is not None:
-                mid = msg.message_id()
-                if (mid.ledger_id(), mid.entry_id()) > through:
-                    break
+            mid = msg.message_id()
+            at = (mid.ledger_id(), mid.entry_id(), mid.batch_index())
+            if end is not None and at[:2] > end[:2]:
+                break
             out.append(msg)
+            if at == end:
+                break
     finally:
         with contextlib.suppress(pulsar.PulsarException):
             reader.close()
