@@ -38,7 +38,6 @@ _ENTRY_BITS = 40
 _TAIL_MESSAGES = 2_000  # read back from the end at most, per partition
 _BACK_ENTRIES = (0, 16, 256)  # how far back in the last ledger to start reading, in turn
 _READ_WAIT_MS = 500  # for each message of the tail (it is there: read from storage)
-_LAST_WAIT_MS = 100  # for the last message (none comes from an empty partition, nor from pulsar-lite)
 
 
 def offset_of(ledger: int, entry: int) -> int:
@@ -112,13 +111,15 @@ def _copy_position(msg: pulsar.Message, source: str, only_other: bool) -> Replic
 def _newest_copy(
     client: pulsar.Client, name: str, source: str, only_other: bool, deadline: float
 ) -> ReplicatedTo | None:
-    # The last message, through a reader from the latest message, inclusive. pulsar-lite serves
-    # no such reader (nothing to read): on it nothing is proven, and everything re-sent.
-    last = _read_from(client, name, pulsar.MessageId.latest, inclusive=True, limit=1, deadline=deadline,
-                      wait_ms=_LAST_WAIT_MS)  # fmt: skip
-    if not last:
+    if client.get_topic_partitions(name) != [name]:
+        # pulsar-lite takes a partition's topic for a partitioned topic: a reader of it would
+        # read several topics, whose "more available?" can abort the process in pulsar-client
+        # (std::future_error: Promise already satisfied). Nothing is proven there.
         return None
-    end = last[0].message_id()
+    last = _last_message(client, name, deadline)
+    if last is None:
+        return None
+    end = last.message_id()
     ledger, entry = end.ledger_id(), end.entry_id()
     for back in _BACK_ENTRIES:
         first = max(entry - back, 0)
@@ -127,7 +128,7 @@ def _newest_copy(
         else:
             start, inclusive = pulsar.MessageId(-1, ledger, 0, -1), True
         messages = _read_from(client, name, start, inclusive=inclusive, limit=_TAIL_MESSAGES, deadline=deadline,
-                              wait_ms=_READ_WAIT_MS, end=(ledger, entry, end.batch_index()))  # fmt: skip
+                              end=(ledger, entry, end.batch_index()))  # fmt: skip
         for msg in reversed(messages):
             position = _copy_position(msg, source, only_other)
             if position is not None:
@@ -135,6 +136,23 @@ def _newest_copy(
         if first == 0:
             break  # the ledger's start: an earlier ledger is not looked at
     return None
+
+
+def _last_message(client: pulsar.Client, name: str, deadline: float) -> pulsar.Message | None:
+    """The partition's last message: a reader from the latest message, inclusive, which
+    pulsar-client positions there when asked whether a message is available (pulsar-lite
+    serves no such reader, nor a last message id of an empty topic: None)."""
+    reader = client.create_reader(name, pulsar.MessageId.latest, start_message_id_inclusive=True)
+    try:
+        if not reader.has_message_available():
+            return None
+        wait = min(_READ_WAIT_MS, int((deadline - time.monotonic()) * 1000))
+        return reader.read_next(wait) if wait > 0 else None
+    except pulsar.PulsarException:  # a timeout, or pulsar-lite's UnknownError
+        return None
+    finally:
+        with contextlib.suppress(pulsar.PulsarException):
+            reader.close()
 
 
 def _read_from(
@@ -145,19 +163,15 @@ def _read_from(
     inclusive: bool,
     limit: int,
     deadline: float,
-    wait_ms: int,
     end: tuple[int, int, int] | None = None,
 ) -> list[pulsar.Message]:
     """Messages of ``name`` from ``start``: at most ``limit``, up to the message ``end`` (ledger,
-    entry, batch index), each waited for ``wait_ms`` at most. The reader is never asked whether
-    more is available: with pulsar-lite, whose lookup takes a partition's topic for a
-    partitioned one, pulsar-client's answer over several topics can abort the process
-    (``std::future_error: Promise already satisfied``)."""
+    entry, batch index), each waited for :data:`_READ_WAIT_MS` at most."""
     reader = client.create_reader(name, start, start_message_id_inclusive=inclusive)
     out: list[pulsar.Message] = []
     try:
         while len(out) < limit:
-            wait = min(wait_ms, int((deadline - time.monotonic()) * 1000))
+            wait = min(_READ_WAIT_MS, int((deadline - time.monotonic()) * 1000))
             if wait <= 0:
                 break
             try:
