@@ -47,8 +47,7 @@ from hotstandby.settings import Settings
 __all__ = ["BROKERS", "COMPONENTS", "REPLICATORS", "Ports", "RefCluster", "default_dir"]
 
 log = get_logger("hotstandby.refcluster")
-# How long `up` waits, by default, for the processes of each flavour to answer.
-_UP_TIMEOUT_S = {"lite": 60.0, "apache": 240.0}
+_UP_TIMEOUT_S = {"lite": 60.0, "apache": 240.0}  # up's default wait for the processes, by flavour
 
 LITE = FLAVOURS["lite"]
 # The lite flavour's components (the default cluster); a cluster's own: RefCluster.components.
@@ -282,10 +281,9 @@ class RefCluster:
         notes: Callable[[str], None] | None = None,
     ) -> bool:
         """Start everything; False (and nothing done) if it is already up. ``timeout``: for the
-        processes to answer (default 60 s on the lite cluster, 240 s on the apache one, whose
-        six JVMs start in 36 to 56 s on an idle 2-core machine; a first ``apache`` start resolves
-        jars with Maven before, which ``notes`` hears of). ``progress(component, seconds)``:
-        each component as it answers."""
+        processes to answer (60 s lite, 240 s apache: six JVMs start in 36 to 56 s on an idle
+        2-core machine; a first ``apache`` start resolves jars with Maven before, which ``notes``
+        hears of). ``progress(component, seconds)``: each component as it answers."""
         if self.is_up():
             return False
         if timeout is None:
