@@ -84,9 +84,7 @@ class RouteFollower:
             self._watcher: RouteWatcher = self.patiently(
                 lambda: self._shared.watch(self._on_change, timeout=0.0), "starting the route watch"
             )
-            self.initial_route: Route = self._watcher.current(options.route) or self.patiently(
-                lambda: self.center.route(options.route), "reading the route"
-            )  # not watched (unknown, or invalid): read it to raise why
+            self.initial_route: Route = self._newest_route(self._watcher.current(options.route))
             if not options.allows(self.initial_route.active):
                 raise ConfigError(f"route {options.route!r} is on {self.initial_route.active!r}, which is not in "
                                   f"hotstandby.clusters.allowed ({', '.join(sorted(options.allowed_clusters))})")  # fmt: skip
@@ -96,6 +94,23 @@ class RouteFollower:
         except BaseException:
             self._shared.close()
             raise
+
+    def _newest_route(self, watched: Route | None) -> Route:
+        """The route to start on: what etcd has when it is newer than the watcher's value.
+        A watch event reaches the process a moment after the write, and a client started
+        in between (created right after a flip) must not join the cluster being left."""
+        name = self.options.route
+        if watched is None:  # not watched (unknown, or invalid): read it to raise why
+            return self.patiently(lambda: self.center.route(name), "reading the route")
+        try:
+            if self.center.stored_route(name).epoch <= watched.epoch:
+                return watched
+            return self.center.route(name)
+        except (ConfigCenterUnavailable, ConfigError) as exc:
+            # The watcher delivers (or rejects) the newer value in its turn.
+            log.warning("client.route_unread", client=self.options.client_id, route=name,
+                        epoch=watched.epoch, error=str(exc))  # fmt: skip
+            return watched
 
     def hold_center(self) -> SharedCenter:
         """Another hold on the follower's config center, for work that may go on after the

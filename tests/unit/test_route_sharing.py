@@ -12,6 +12,7 @@ import pytest
 
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.configcenter.documents import ClusterSpec, Route
+from hotstandby.configcenter.store import Event, WatchStream
 from hotstandby.errors import ConfigCenterUnavailable, ConfigError, ValidationError
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteFollower
@@ -176,3 +177,50 @@ def test_the_allow_list_comes_from_the_client_configuration() -> None:
     assert options.allowed_clusters == {"a", "b"} and options.allows("a") and not options.allows("evil")
     with pytest.raises(ValidationError):
         ClientOptions.split({"hotstandby.route": ROUTE, "hotstandby.clusters.allowed": " , "}, role="p")
+
+
+class _LaggingWatchStore(MemoryStore):
+    """A store whose watch streams deliver nothing until ``released`` is set again (a watch
+    event that has not reached the process yet)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.released = threading.Event()
+        self.released.set()
+
+    def watch_prefix(self, prefix: str, start_revision: int) -> WatchStream:
+        stream = super().watch_prefix(prefix, start_revision)
+        released = self.released
+
+        class _Lagging(WatchStream):
+            def get(self, timeout: float) -> list[Event]:
+                return stream.get(timeout) if released.wait(min(timeout, 0.05)) else []
+
+            def cancel(self) -> None:
+                stream.cancel()
+
+        return _Lagging()
+
+
+def test_a_client_started_before_the_watch_shows_a_flip_starts_on_the_flipped_route() -> None:
+    store = _LaggingWatchStore()
+    center = ConfigCenter(store, NS)
+    _seed(center)
+    first = _no_probe(RouteFollower(_options("first"), "kafka", center=center))
+    first_seen = _Recorder()
+    first.start(first_seen)
+    store.released.clear()
+    center.switch(ROUTE, "b", reason="test")
+    second = _no_probe(RouteFollower(_options("second"), "kafka", center=center))
+    second_seen = _Recorder()
+    try:
+        assert (second.initial_route.active, second.initial_route.epoch) == ("b", 2)
+        assert second.initial_cluster.name == "b", "connects to the cluster the route is on in etcd"
+        second.start(second_seen)
+        store.released.set()
+        wait_for(lambda: bool(first_seen.targets), 5, "the first follower to get the flip")
+        assert not second_seen.targets, "already on epoch 2: nothing to switch"
+        assert second.route.epoch == 2
+    finally:
+        second.close()
+        first.close()
