@@ -17,15 +17,19 @@ that the noise of this shared machine hits both; round 0 warms up and is not cou
   from the first record received to the last (the group join, seconds on the reference
   broker, is left out for both). Reading the same records makes the window long enough to
   measure and gives the SDK its full per-record work (identity decode, ledger lookup).
+* A third client, *floor*, is the raw client doing the least any identity-keeping wrapper
+  must per record, written in Python as the SDK is: send with an ``hs-id`` header, keep the
+  record until a Python delivery report releases it; read the header, decode the identity,
+  look it up in a set.
 
 Pulsar: the same with pulsar-client's Producer and hotstandby's (route ``payments`` on
 pulsar-a; batching on, queue blocking, for both), and consumers of a new Exclusive
 subscription per round that acknowledge every message (the SDK stores its ledger every 100 ms
-and then acknowledges on the broker); the SDK's topics are read one after the other. A third
-client, *floor*, is the raw client doing the least any identity-keeping wrapper must: send
-each message with an ``hs-id`` property; read each message's properties and identity and
-look it up in a set. ``produce_floor_ratio`` and ``consume_floor_ratio`` (floor / raw) bound
-what the SDK's ratios can reach with this client library in Python.
+and then acknowledges on the broker); the SDK's topics are read one after the other. Its
+floor sends each message with an ``hs-id`` property and reads each message's properties and
+identity and looks it up in a set. For both systems, ``produce_floor_ratio`` and
+``consume_floor_ratio`` (floor / raw) bound what the SDK's ratios can reach with the client
+library in Python.
 
 Ratios are the median over rounds of SDK / raw within the round (the broker slows down as it
 holds more data, so figures drift over a run); the rates printed are per-kind medians. Beside
@@ -37,6 +41,7 @@ library's own included), which depends much less on the machine's noise than the
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -116,41 +121,49 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
         wall, cpu = first.stop()
         return (expected - 1) / max(wall, 1e-9), cpu / (expected - 1)
 
-    rates: dict[str, list[float]] = {f"{kind}_{what}": [] for kind in ("raw", "sdk") for what in ("produce", "consume")}
+    kinds = ("raw", "sdk", "floor")
+    rates: dict[str, list[float]] = {f"{kind}_{what}": [] for kind in kinds for what in ("produce", "consume")}
     cpu: dict[str, list[float]] = {key: [] for key in rates}  # seconds per record
     sdk_topics: list[str] = []
-    # Round 0 warms the broker and both clients up and is not counted. Within a round the two
+    # Round 0 warms the broker and the clients up and is not counted. Within a round the
     # clients take turns slice by slice: the reference broker's rate swings by 2x within
-    # seconds, and both must see the same broker.
+    # seconds, and all must see the same broker.
     slice_size = max(records // _SLICES, 1)
     for _ in range(rounds + 1):
-        raw_producer = RawProducer({**raw_base, **spec.client_config("producer")})
-        sdk_producer = Producer(sdk_base)
-        raw_topic, sdk_topic = topic(), topic()
-        sdk_topics.append(sdk_topic)
-        spent = {"raw": [0.0, 0.0], "sdk": [0.0, 0.0]}
+        producers = {
+            "raw": RawProducer({**raw_base, **spec.client_config("producer")}),
+            "sdk": Producer(sdk_base),
+            "floor": _FloorProducer(RawProducer({**raw_base, **spec.client_config("producer")})),
+        }
+        topics = {kind: topic() for kind in kinds}
+        sdk_topics.append(topics["sdk"])
+        spent = {kind: [0.0, 0.0] for kind in kinds}
         try:
             for n, first in enumerate(range(0, records, slice_size)):
                 count = min(slice_size, records - first)
-                for kind in ("raw", "sdk") if n % 2 == 0 else ("sdk", "raw"):
-                    if kind == "raw":
-                        wall, used = produce(raw_producer, raw_topic, first, count)
-                    else:
-                        wall, used = produce(sdk_producer, sdk_topic, first, count)
+                for kind in kinds[n % 3 :] + kinds[: n % 3]:  # each goes first in turn
+                    wall, used = produce(producers[kind], topics[kind], first, count)
                     spent[kind][0] += wall
                     spent[kind][1] += used
         finally:
-            sdk_producer.close()
-        for kind in ("raw", "sdk"):
+            producers["sdk"].close()
+        for kind in kinds:
             rates[f"{kind}_produce"].append(records / spent[kind][0])
             cpu[f"{kind}_produce"].append(spent[kind][1] / records)
     written = records * (rounds + 1)
     for r in range(rounds + 1):
-        for kind in ("raw", "sdk") if r % 2 == 0 else ("sdk", "raw"):
+        for kind in kinds[r % 3 :] + kinds[: r % 3]:
             group = f"g-{kind}-{r}"
+            raw_config = {
+                **raw_base,
+                **spec.client_config("consumer"),
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+            }
             if kind == "raw":
-                consumer = RawConsumer({**raw_base, **spec.client_config("consumer"), "group.id": group,
-                                        "auto.offset.reset": "earliest"})  # fmt: skip
+                consumer: Any = RawConsumer(raw_config)
+            elif kind == "floor":
+                consumer = _FloorConsumer(RawConsumer(raw_config))
             else:
                 consumer = Consumer({**sdk_base, "group.id": group})
             try:
@@ -160,6 +173,60 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
             finally:
                 consumer.close()
     return _summary("kafka", rates, cpu, records, written, size, rounds)
+
+
+class _FloorProducer:
+    """The raw producer doing the least any identity-keeping wrapper must per record: an
+    ``hs-id`` header, the record kept until its delivery report, a Python delivery report
+    that releases it. (It leaves out the SDK's choice of partition in Python, which a
+    sequence per partition needs.)"""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self._session = new_session()
+        self._sequence = 0
+        self._kept: dict[int, tuple[str, bytes | None, bytes | None]] = {}
+
+    def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None) -> None:
+        seq = self._sequence
+        self._raw.produce(topic, value=value, key=key, headers=[(HEADER, RecordId(self._session, 0, seq).encode())],
+                          on_delivery=functools.partial(self._delivered, seq))  # fmt: skip
+        self._sequence = seq + 1
+        self._kept[seq] = (topic, key, value)
+
+    def _delivered(self, seq: int, err: Any, msg: Any) -> None:
+        self._kept.pop(seq, None)
+
+    def poll(self, timeout: float) -> int:
+        return int(self._raw.poll(timeout))
+
+    def flush(self, timeout: float) -> int:
+        return int(self._raw.flush(timeout))
+
+
+class _FloorConsumer:
+    """The raw consumer doing the least a filter must per record: read the ``hs-id`` header,
+    decode it, look it up."""
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+        self._seen: set[RecordId] = set()
+
+    def subscribe(self, topics: list[str]) -> None:
+        self._raw.subscribe(topics)
+
+    def poll(self, timeout: float) -> Any:
+        msg = self._raw.poll(timeout)
+        if msg is not None and msg.error() is None:
+            for name, value in msg.headers() or ():
+                if name == HEADER:
+                    rid = RecordId.decode(value)
+                    if rid not in self._seen:
+                        self._seen.add(rid)
+        return msg
+
+    def close(self) -> None:
+        self._raw.close()
 
 
 def _summary(

@@ -18,7 +18,7 @@ from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
 from hotstandby.errors import FormatError
 from hotstandby.failover.identity import HEADER, RecordId
 
-__all__ = ["Fetcher", "LogicalMessage", "message_identity", "record_id"]
+__all__ = ["Fetcher", "LogicalMessage", "logical_message", "message_identity", "record_id"]
 
 # Records fetched from librdkafka per call: one call per record costs more than our filter.
 _FETCH_BATCH = 500
@@ -60,6 +60,22 @@ def _identity_and_rest(
                 pass  # record_id says what is wrong
         return record_id(headers, topic, partition, offset), [(k, v) for k, v in headers if k != HEADER]
     return record_id(headers, topic, partition, offset), [(k, v) for k, v in headers.items() if k != HEADER]
+
+
+def logical_message(
+    msg: Message, topic: str, headers: list[tuple[str, Any]] | None, rid: RecordId | None
+) -> LogicalMessage:
+    """``msg`` as handed out: under ``topic`` with ``headers``, remembering its physical topic
+    and identity."""
+    epoch = msg.leader_epoch()  # None when unknown, which the constructor takes as -1
+    # Positional: a third of the time keywords take, once per record. The order is
+    # Message(topic, partition, offset, key, value, headers, error, timestamp, latency,
+    # leader_epoch); latency -1 reads back as None, as on a consumed message.
+    out = LogicalMessage(topic, msg.partition(), msg.offset(), msg.key(), msg.value(), headers, None,
+                         msg.timestamp(), -1, -1 if epoch is None else epoch)  # fmt: skip
+    out.physical_topic = msg.topic() or ""
+    out.hs_id = rid
+    return out
 
 
 def message_identity(message: Message) -> RecordId | None:
@@ -126,19 +142,11 @@ class Fetcher:
         headers = msg.headers()
         rid, shown = _identity_and_rest(headers, physical, partition, offset) if headers else (None, None)
         slot = (physical, partition)
-        timestamp = msg.timestamp()
-        if not acks.offer(logical, slot, offset, rid, timestamp[1]):
+        if not acks.offer(logical, slot, offset, rid, msg.timestamp()[1]):
             acks.mark_filtered_processed(slot, offset)
             return None
         self._last_returned = (slot, offset)
-        epoch = msg.leader_epoch()  # None when unknown, which the constructor takes as -1
-        out = LogicalMessage(
-            topic=logical, partition=partition, offset=offset, key=msg.key(), value=msg.value(),
-            headers=shown or None, timestamp=timestamp, leader_epoch=-1 if epoch is None else epoch,
-        )  # fmt: skip
-        out.physical_topic = physical
-        out.hs_id = rid
-        return out
+        return logical_message(msg, logical, shown or None, rid)
 
     def _copy_missing(self, msg: Message, error: KafkaError) -> bool:
         """An event saying a remote copy the SDK subscribed to does not exist (yet)."""
