@@ -10,7 +10,9 @@ intervals, not waiting for any client to move), then for 5 s more; two SDK consu
 group read the topic and its remote copies. What it prints:
 
 * ``resent_per_produced``: records the producer sent again in its switches ÷ records produced
-  (the baseline the figure is read against: what the application wrote);
+  (the baseline the figure is read against: what the application wrote); beside it the
+  window records not sent again, because replication had copied them (``trimmed``) or the
+  cluster moved to held them from before (``held``);
 * ``longest_without_delivery_s``: the longest stretch, from the first flip to the end of
   producing, in which no record was acknowledged to the producer (both clusters answer all
   along);
@@ -152,7 +154,7 @@ def measure(
         stop.set()
         for thread in consumers:
             thread.join(15)
-        resent, trimmed = producer.resent, producer.trimmed
+        resent, trimmed, held = producer.resent, producer.trimmed, producer.held
         producer.close()
         center.close()
     flapping_from = began + _WARM_S
@@ -170,6 +172,7 @@ def measure(
         "produced": total,
         "resent": resent,
         "trimmed": trimmed,
+        "held": held,
         "resent_per_produced": round(resent / total, 3),
         "switches": len(completed),
         "switch_s": [round(e.duration_s or 0.0, 2) for e in completed],
@@ -197,7 +200,7 @@ def main() -> int:
     else:
         print(f"{result['flips']} flips in {result['seconds']} s at {result['rate']}/s on {result['brokers']}: "
               f"re-sent / produced {result['resent_per_produced']} ({result['resent']} of {result['produced']}, "
-              f"{result['trimmed']} not re-sent: replicated), {result['switches']} switches; longest without "
+              f"not re-sent: {result['trimmed']} replicated, {result['held']} held from before), {result['switches']} switches; longest without "
               f"delivery {result['longest_without_delivery_s']} s, without consumption "
               f"{result['longest_without_consumption_s']} s; lost {result['lost']}, "
               f"duplicated {result['duplicated']}")  # fmt: skip

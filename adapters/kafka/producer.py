@@ -8,7 +8,8 @@ On a switch the producer builds a client for the new cluster, drains the old one
 answers (``hotstandby.drain.timeout.ms``), purges it, and re-sends — same hs-id, same
 partition, in order — what the outbox says: every pending record and every record of the
 replay window that replication has not provably copied to the new cluster (MM2's position
-there, see replication_progress); then new records follow. Records the old cluster stored
+there, see replication_progress) and that the new cluster does not hold from before (a
+producer flipped back, see held_records); then new records follow. Records the old cluster stored
 twice, or that replication copied, are filtered by consumers by their hs-id. ``on_delivery``
 fires exactly once per produced record. ``hotstandby.on_switch`` (a callable in the
 configuration) is given each switch event (docs/observability.md). With ``transactional.id``,
@@ -28,6 +29,7 @@ from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.adapter import ADAPTER
 from hotstandby.adapters.kafka.client_logs import with_logger
+from hotstandby.adapters.kafka.held_records import Held, still_held
 from hotstandby.adapters.kafka.partition_counts import METADATA_TIMEOUT_S, PartitionCounts
 from hotstandby.adapters.kafka.producer_extras import ProducerExtras, ProducerSwitching
 from hotstandby.adapters.kafka.producer_txn import Transactions, Txn
@@ -128,8 +130,9 @@ class Producer(ProducerExtras, RouteClient):
         self._user_purge = False
         self.resent = 0
         self.trimmed = 0  # window records not re-sent: replication had copied them
+        self.held = 0  # window records not re-sent: the new cluster held them from before
         self.switches = 0
-        self._move: tuple[RawProducer, dict[tuple[str, int], ReplicatedTo]] | None = None
+        self._move: tuple[RawProducer, dict[tuple[str, int], ReplicatedTo], Held | None] | None = None
         self._old: RawProducer | None = None
         self._switching = ProducerSwitching(self)
         self._transactions = Transactions(self, "transactional.id" in self._raw_config)
@@ -325,11 +328,11 @@ class Producer(ProducerExtras, RouteClient):
         try:
             new.list_topics(timeout=METADATA_TIMEOUT_S)  # raises if the new cluster does not answer
             self._transactions.connect(new)
-            positions = self._replication_positions(plan) if self._outbox.in_window else {}
+            positions, held = self._window_checks(plan)
         except BaseException:
             new.close()  # a failed attempt leaves no connection behind (the next one makes its own)
             raise
-        self._move = (new, positions)
+        self._move = (new, positions, held)
 
     def _switch_abort(self, plan: SwitchPlan) -> None:
         self._transactions.abort_connect()
@@ -339,7 +342,7 @@ class Producer(ProducerExtras, RouteClient):
 
     def _switch_move(self, plan: SwitchPlan) -> None:
         assert self._move is not None, "move without connect"
-        (new, positions), self._move = self._move, None
+        (new, positions, held), self._move = self._move, None
         # Held until resume: a transactional call in progress ends first, the application's
         # next one waits for the replay's transaction.
         self._transactions.lock.acquire()
@@ -350,8 +353,9 @@ class Producer(ProducerExtras, RouteClient):
                 self._old.purge(in_queue=True, in_flight=True, blocking=False)
                 self._inner, self._spec = new, plan.destination
                 self._transactions.move(self._old, new, plan)
-                replay = self._outbox.replay(plan.current.active, positions, self.options.timestamp_skew_ms)
+                replay = self._outbox.replay(plan.current.active, positions, self.options.timestamp_skew_ms, held)
                 self.trimmed += replay.trimmed
+                self.held += replay.held
                 self._transactions.begin_replay(new, replay.records)
                 self._replay(new, replay.records)
                 self.resent += len(replay.records)
@@ -360,7 +364,8 @@ class Producer(ProducerExtras, RouteClient):
             self._transactions.lock.release()
             raise
         log.info("producer.switched", client=self.options.client_id, source=plan.current.active, to=plan.target.active,
-                 epoch=plan.target.epoch, resent=len(replay.records), replicated=replay.trimmed)  # fmt: skip
+                 epoch=plan.target.epoch, resent=len(replay.records), replicated=replay.trimmed,
+                 held=replay.held)  # fmt: skip
 
     def _switch_resume(self, plan: SwitchPlan) -> None:
         old, self._old = self._old, None
@@ -384,11 +389,12 @@ class Producer(ProducerExtras, RouteClient):
                 new.poll(0.05)
             self._send(record, wait_s=max(0.0, deadline - time.monotonic()))
 
-    def _replication_positions(self, plan: SwitchPlan) -> dict[tuple[str, int], ReplicatedTo]:
-        """MM2's position on the new cluster, by the link the plan read (none: nothing trimmed)."""
-        target = plan.destination
+    def _window_checks(self, plan: SwitchPlan) -> tuple[dict[tuple[str, int], ReplicatedTo], Held | None]:
+        """What proves window records on the new cluster: MM2's position there, by the link the
+        plan read, and what it holds from before (held_records). None: everything is re-sent."""
+        target, timeout = plan.destination, min(METADATA_TIMEOUT_S, plan.drain_timeout_s + 1)
         link: Link | None = plan.links.get((plan.current.active, target.name))
-        if link is None:
-            return {}
-        timeout = min(METADATA_TIMEOUT_S, plan.drain_timeout_s + 1)
-        return read_positions(target, link, timeout=timeout)
+        positions = read_positions(target, link, timeout=timeout) if link and self._outbox.in_window else {}
+        with self._lock:  # produce() adds to the window meanwhile
+            stored_there = self._outbox.stored_on(target.name)
+        return positions, still_held(target, stored_there, timeout=timeout)

@@ -79,10 +79,21 @@ class RecordId(NamedTuple):
         session, partition, sequence = self
         if len(session) != _SESSION_BYTES:
             raise FormatError(f"session must be {_SESSION_BYTES} bytes, got {len(session)}")
-        if 0 <= partition < 0x80 and 0 <= sequence < 0x4000:  # the common case, one per record sent
+        if 0 <= partition < 0x80 and 0 <= sequence < 0x10000000:  # the common case, one per record sent
             if sequence < 0x80:
                 return b"\x01" + session + bytes((partition, sequence))
-            return b"\x01" + session + bytes((partition, (sequence & 0x7F) | 0x80, sequence >> 7))
+            low = (sequence & 0x7F) | 0x80
+            if sequence < 0x4000:
+                return b"\x01" + session + bytes((partition, low, sequence >> 7))
+            if sequence < 0x200000:
+                return b"\x01" + session + bytes((partition, low, ((sequence >> 7) & 0x7F) | 0x80, sequence >> 14))
+            return (
+                b"\x01"
+                + session
+                + bytes(
+                    (partition, low, ((sequence >> 7) & 0x7F) | 0x80, ((sequence >> 14) & 0x7F) | 0x80, sequence >> 21)
+                )
+            )
         return bytes((VERSION,)) + session + write_uvarint(partition) + write_uvarint(sequence)
 
     @classmethod

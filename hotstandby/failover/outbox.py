@@ -8,8 +8,9 @@ does not prove that replication copied the record before the cluster failed.
 
 On a switch (:meth:`Outbox.replay`) the records to send again are every pending record and
 every window record, less the window records that replication provably copied to the new
-cluster (:func:`replicated`; only adapters that can read replication's position report it),
-in key order (topic, partition, sequence). All of them are pending again, and a re-sent window
+cluster (:func:`replicated`; only adapters that can read replication's position report it)
+and less those the new cluster acknowledged itself before and still holds (a producer back on
+a cluster it left: see :meth:`Outbox.replay`), in key order (topic, partition, sequence). All of them are pending again, and a re-sent window
 record is a *replay*: when the new cluster acknowledges it, it enters the window anew with
 that time, so it is protected against the loss of the new cluster as any record acknowledged
 there. A record the cluster refuses leaves the outbox (the application hears of the failure);
@@ -71,10 +72,16 @@ def replicated(stored: Stored, source: str, positions: Mapping[tuple[str, int], 
 
 @dataclass(frozen=True, slots=True)
 class Replay(Generic[R]):
-    """What a switch sends again, in order, and how many window records replication had copied."""
+    """What a switch sends again, in order; how many window records replication had copied
+    (``trimmed``), and how many the new cluster held from before (``held``, kept in the window)."""
 
     records: list[R]
     trimmed: int
+    held: int = 0
+
+
+# A window record: acknowledged at, size, key, record, where stored, where else stored.
+_Entry = tuple[float, int, K, R, "Stored | None", "Stored | None"]
 
 
 class Outbox(Generic[K, R]):
@@ -95,6 +102,10 @@ class Outbox(Generic[K, R]):
         self._keys: deque[K] = deque()
         self._records: deque[R] = deque()
         self._stored: deque[Stored | None] = deque()
+        # Where else a window record was acknowledged: the cluster the producer sent it to
+        # before a switch re-sent it (None: nowhere else known).
+        self._also: deque[Stored | None] = deque()
+        self._earlier: dict[K, Stored] = {}  # re-sent window records: where they were stored
         self.window_bytes = 0
         self.replay_failures = 0  # replays the new cluster refused (back in the window)
 
@@ -114,9 +125,11 @@ class Outbox(Generic[K, R]):
         record = self._pending.pop(key, None)
         if record is None:
             return False
+        also = None
         if self._replays:
             self._replays.discard(key)
-        self._enter_window(key, record, size, stored)
+            also = self._earlier.pop(key, None)
+        self._enter_window(key, record, size, stored, also)
         return True
 
     def refused(self, key: K, size: int) -> bool:
@@ -127,7 +140,7 @@ class Outbox(Generic[K, R]):
             return False
         self._replays.discard(key)
         self.replay_failures += 1
-        self._enter_window(key, record, size, None)
+        self._enter_window(key, record, size, None, self._earlier.pop(key, None))
         return True
 
     def forget(self, keys: Iterable[K]) -> int:
@@ -139,29 +152,39 @@ class Outbox(Generic[K, R]):
         for key in list(left):
             if self._pending.pop(key, None) is not None:
                 self._replays.discard(key)
+                self._earlier.pop(key, None)
                 left.discard(key)
                 found += 1
         # A transaction's records were acknowledged after everything before it: they are the
         # newest of the window, so the walk stops near its end (the whole window only when a
         # key aged out of it already).
-        kept: list[tuple[float, int, K, R, Stored | None]] = []
+        kept: list[_Entry[K, R]] = []
         while left and self._keys:
-            entry = (self._at.pop(), self._sizes.pop(), self._keys.pop(), self._records.pop(), self._stored.pop())
+            entry = self._pop_newest()
             if entry[2] in left:
                 left.discard(entry[2])
                 self.window_bytes -= entry[1]
                 found += 1
             else:
                 kept.append(entry)
-        for at, size, key, record, stored in reversed(kept):
-            self._at.append(at)
-            self._sizes.append(size)
-            self._keys.append(key)
-            self._records.append(record)
-            self._stored.append(stored)
+        for entry in reversed(kept):
+            self._append(entry)
         return found
 
-    def _enter_window(self, key: K, record: R, size: int, stored: Stored | None) -> None:
+    def _pop_newest(self) -> _Entry[K, R]:
+        return (self._at.pop(), self._sizes.pop(), self._keys.pop(), self._records.pop(), self._stored.pop(),
+                self._also.pop())  # fmt: skip
+
+    def _append(self, entry: _Entry[K, R]) -> None:
+        at, size, key, record, stored, also = entry
+        self._at.append(at)
+        self._sizes.append(size)
+        self._keys.append(key)
+        self._records.append(record)
+        self._stored.append(stored)
+        self._also.append(also)
+
+    def _enter_window(self, key: K, record: R, size: int, stored: Stored | None, also: Stored | None) -> None:
         now = self._clock()
         at = self._at
         at.append(now)
@@ -169,6 +192,7 @@ class Outbox(Generic[K, R]):
         self._keys.append(key)
         self._records.append(record)
         self._stored.append(stored)
+        self._also.append(also)
         self.window_bytes += size
         if at[0] < now - self._max_age_s or self.window_bytes > self._max_bytes:
             horizon = now - self._max_age_s
@@ -177,31 +201,62 @@ class Outbox(Generic[K, R]):
                 self._keys.popleft()
                 self._records.popleft()
                 self._stored.popleft()
+                self._also.popleft()
                 self.window_bytes -= self._sizes.popleft()
 
     # -- a switch -------------------------------------------------------------------------
 
     def replay(
-        self, source: str = "", positions: Mapping[tuple[str, int], ReplicatedTo] | None = None, skew_ms: int = 0
+        self,
+        source: str = "",
+        positions: Mapping[tuple[str, int], ReplicatedTo] | None = None,
+        skew_ms: int = 0,
+        held: Callable[[Stored], bool] | None = None,
     ) -> Replay[R]:
         """Empty the window into pending and return what to send again, in key order: every
         pending record and every window record that ``positions`` (replication ``source`` ->
-        the new cluster; none: nothing is proven copied) do not show copied."""
+        the new cluster; none: nothing is proven copied) do not show copied — except those
+        the new cluster acknowledged before (a switch away re-sent them) and, by ``held``,
+        still holds where it acknowledged them. Those stay in the window, as acknowledged
+        there: a producer flipped back and forth sends a record to each cluster once."""
         trimmed = 0
-        for key, record, stored in zip(self._keys, self._records, self._stored, strict=True):
+        kept: list[_Entry[K, R]] = []
+        for entry in zip(self._at, self._sizes, self._keys, self._records, self._stored, self._also, strict=True):
+            _, _, key, record, stored, also = entry
             if positions and stored is not None and replicated(stored, source, positions, skew_ms):
                 trimmed += 1
+                continue
+            if held is not None and also is not None and held(also):
+                kept.append((entry[0], entry[1], key, record, also, stored))
                 continue
             if key not in self._pending:  # a window record sent again since stays pending once
                 self._pending[key] = record
                 self._replays.add(key)
+                if stored is not None:
+                    self._earlier[key] = stored
         self._at.clear()
         self._sizes.clear()
         self._keys.clear()
         self._records.clear()
         self._stored.clear()
+        self._also.clear()
         self.window_bytes = 0
-        return Replay([self._pending[key] for key in sorted(self._pending)], trimmed)
+        for entry in kept:
+            self._append(entry)
+            self.window_bytes += entry[1]
+        return Replay([self._pending[key] for key in sorted(self._pending)], trimmed, len(kept))
+
+    def stored_on(self, cluster: str) -> dict[tuple[str, int], tuple[int, int]]:
+        """Per (topic, partition), the lowest and highest offsets of the window records that
+        ``cluster`` acknowledged before a switch re-sent them: what a switch back to
+        ``cluster`` checks is still there (see :meth:`replay`)."""
+        out: dict[tuple[str, int], tuple[int, int]] = {}
+        for also in self._also:
+            if also is not None and also.cluster == cluster:
+                slot = (also.topic, also.partition)
+                low, high = out.get(slot, (also.offset, also.offset))
+                out[slot] = (min(low, also.offset), max(high, also.offset))
+        return out
 
     # -- counts ---------------------------------------------------------------------------
 

@@ -23,6 +23,11 @@ __all__ = ["KEYED", "Partitioner", "java_string_hash", "murmur2"]
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
+# Unpackers of n little-endian 32-bit blocks, made once (a format string per call costs more).
+_UNPACK = [struct.Struct(f"<{n}I").unpack_from for n in range(65)]
+# Keyed partitions remembered per partitioner: keys repeat (an entity's records share one), and
+# a hash in Python costs microseconds. Cleared when full, which bounds the memory.
+_CACHED_KEYS = 4096
 
 
 def murmur2(data: bytes) -> int:
@@ -31,7 +36,8 @@ def murmur2(data: bytes) -> int:
     h = (0x9747B28C ^ length) & _MASK
     blocks = length >> 2
     if blocks:
-        for block in struct.unpack_from(f"<{blocks}I", data):  # one call, not a slice per block
+        unpack = _UNPACK[blocks] if blocks < len(_UNPACK) else struct.Struct(f"<{blocks}I").unpack_from
+        for block in unpack(data):  # one call, not a slice per block
             k = (block * _M) & _MASK
             k = ((k ^ (k >> 24)) * _M) & _MASK
             h = ((h * _M) & _MASK) ^ k
@@ -74,12 +80,18 @@ class Partitioner:
         self._keyed = KEYED[keyed]
         self._sticky_records = sticky_records
         self._sticky: dict[str, tuple[int, int]] = {}  # topic -> (partition, records left)
+        self._known: dict[tuple[bytes, int], int] = {}  # (key, partitions) -> partition
 
     def partition(self, topic: str, key: bytes | None, partitions: int) -> int:
         if partitions <= 0:
             raise ValidationError(topic, "topic has no partitions")
         if key is not None:
-            return self._keyed(key, partitions)
+            found = self._known.get((key, partitions))
+            if found is None:
+                if len(self._known) >= _CACHED_KEYS:
+                    self._known.clear()
+                found = self._known[(key, partitions)] = self._keyed(key, partitions)
+            return found
         current, left = self._sticky.get(topic, (-1, 0))
         if left <= 0 or current >= partitions:
             current = (current + 1) % partitions

@@ -197,6 +197,37 @@ def test_planned_switch_leaves_out_of_the_replay_what_replication_copied(
     once_on_b(refcluster, topic, set(deliveries.ok))
 
 
+def test_flipped_back_and_forth_a_record_is_sent_to_each_cluster_once(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """A switch re-sends the replay window to kafka-b; flipped back to kafka-a and to kafka-b
+    again, the producer sends nothing more: each cluster still holds what it acknowledged."""
+    topic = f"f-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 2)
+    deliveries = Deliveries()
+    # No replication position proves anything within the test: every switch would re-send.
+    producer = Producer(route_config(refcluster, namespace, **{"hotstandby.timestamp.skew.ms": 600_000}))
+    try:
+        for i in range(300):
+            producer.produce(topic, value=f"v{i}", on_delivery=deliveries)
+            producer.poll(0)
+        assert producer.flush(30) == 0
+        for to in ("kafka-b", "kafka-a", "kafka-b"):
+            center.switch("orders", to, reason="flapping")
+            wait_for(lambda to=to: producer.cluster == to, 30, f"the producer to move to {to}")
+            assert producer.flush(30) == 0
+        resent = producer.resent
+    finally:
+        producer.close()
+    assert deliveries.errors == []
+    assert len(deliveries.ok) == 300 and set(deliveries.ok.values()) == {1}
+    assert resent == 300, "re-sent to kafka-b once, never again to a cluster that holds them"
+    for cluster in ("kafka-a", "kafka-b"):
+        stored = [m.value() for p in range(2) for m in read_all(refcluster.cluster_spec(cluster), topic, p)]
+        assert sorted(stored) == sorted(deliveries.ok), f"each record once in {topic} on {cluster}"
+
+
 def test_presence_shows_the_producer_on_its_cluster_and_vanishes_on_close(
     refcluster: RefCluster, center: ConfigCenter, namespace: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hotstandby.errors import FormatError
-from hotstandby.failover.identity import IdentityText, RecordId, new_session
+from hotstandby.failover.identity import IdentityText, RecordId, new_session, write_uvarint
 from hotstandby.failover.ledger.rangeset import RangeSet
 
 sessions = st.binary(min_size=16, max_size=16)
@@ -122,3 +122,15 @@ def test_bad_ranges() -> None:
     with pytest.raises(ValueError):
         RangeSet().add(-1)
     assert "x" not in RangeSet([(0, 5)])
+
+
+@given(
+    sessions,
+    st.integers(0, 200),
+    st.integers(0, 2**30) | st.sampled_from([127, 128, 2**14 - 1, 2**14, 2**21 - 1, 2**21, 2**28 - 1, 2**28]),
+)
+def test_record_id_encode_fast_path_writes_what_the_general_writer_does(
+    session: bytes, partition: int, sequence: int
+) -> None:
+    expected = b"\x01" + session + write_uvarint(partition) + write_uvarint(sequence)
+    assert RecordId(session, partition, sequence).encode() == expected

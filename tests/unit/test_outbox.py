@@ -149,6 +149,51 @@ def test_records_still_pending_from_a_switch_before_are_sent_again_once() -> Non
     assert (box.pending, box.own_pending, box.replaying) == (2, 1, 1)
 
 
+# -- flipping back to a cluster ------------------------------------------------------------
+
+
+def _flipped_once() -> Outbox[Key, str]:
+    """r0 and r1 acknowledged by a at offsets 10 and 11, re-sent to b by a switch, acknowledged there."""
+    box = outbox()
+    for seq in range(2):
+        box.add(("t", 0, seq), f"r{seq}")
+        box.acknowledged(("t", 0, seq), 1, stored(10 + seq, 1_000, topic="t"))
+    assert box.replay("a").records == ["r0", "r1"]
+    for seq in range(2):
+        box.acknowledged(("t", 0, seq), 1, stored(40 + seq, 2_000, topic="t", cluster="b"))
+    return box
+
+
+def test_a_switch_back_keeps_what_the_cluster_acknowledged_before_and_still_holds() -> None:
+    box = _flipped_once()
+    assert box.stored_on("a") == {("t", 0): (10, 11)}
+    assert box.stored_on("b") == {}
+
+    replay = box.replay("b", held=lambda s: s.cluster == "a" and s.offset >= 11)  # offset 10 is gone
+
+    assert replay.records == ["r0"] and replay.held == 1
+    assert list(box.window()) == ["r1"], "kept: protected against the loss of a"
+    # Back to b: b acknowledged r1 too, and holds it.
+    assert box.stored_on("b") == {("t", 0): (41, 41)}
+    assert box.replay("a", held=lambda s: s.cluster == "b").records == ["r0"]
+    assert list(box.window()) == ["r1"]
+
+
+def test_without_proof_that_the_cluster_still_holds_it_the_record_is_sent_again() -> None:
+    box = _flipped_once()
+    assert box.replay("b", held=lambda s: False).records == ["r0", "r1"]
+    box = _flipped_once()
+    assert box.replay("b").records == ["r0", "r1"], "no check: nothing is kept"
+
+
+def test_a_record_acknowledged_on_one_cluster_only_is_not_held_anywhere() -> None:
+    box = outbox()
+    box.add(("t", 0, 0), "r0")
+    box.acknowledged(("t", 0, 0), 1, stored(10, 1_000, topic="t"))
+    assert box.stored_on("a") == {} and box.stored_on("b") == {}
+    assert box.replay("a", held=lambda s: True).records == ["r0"]
+
+
 # -- aborted transactions -------------------------------------------------------------------
 
 

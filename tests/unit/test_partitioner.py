@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hotstandby.errors import ValidationError
-from hotstandby.failover.partitioner import Partitioner, java_string_hash, murmur2
+from hotstandby.failover.partitioner import KEYED, Partitioner, java_string_hash, murmur2
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ def reference_murmur2(data: bytes) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
-@given(st.binary(max_size=64))
+@given(st.binary(max_size=64) | st.binary(min_size=250, max_size=300))  # past the prepared unpackers too
 def test_murmur2_agrees_with_the_step_by_step_transcription(data: bytes) -> None:
     assert murmur2(data) == reference_murmur2(data)
 
@@ -78,3 +78,12 @@ def test_java_string_hash_matches_java() -> None:
     p = Partitioner("java-string")
     assert p.partition("t", b"polygenelubricants", 7) == 0  # MIN_VALUE & MAX_VALUE == 0
     assert p.partition("t", b"hello", 7) == 99162322 % 7
+
+
+@pytest.mark.parametrize("keyed", sorted(KEYED))
+def test_remembered_partitions_are_those_of_the_hash_for_every_key_and_partition_count(keyed: str) -> None:
+    partitioner = Partitioner(keyed)
+    keys = [f"customer-{i % 5000}".encode() for i in range(12_000)]  # repeats, and more than are remembered
+    for n, key in enumerate(keys):
+        partitions = 6 if n % 3 else 7  # the count changes as a topic grows
+        assert partitioner.partition("t", key, partitions) == KEYED[keyed](key, partitions)
