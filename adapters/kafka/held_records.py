@@ -36,7 +36,7 @@ def still_held(target: ClusterSpec, slots: Mapping[Slot, tuple[int, int]], *, ti
     is nothing to check."""
     if not slots:
         return None
-    covered: set[Slot] = set()
+    logs: dict[Slot, tuple[int, int]] = {}  # watermarks of the partitions that cover their records
     config = {**target.client_config("consumer"), "bootstrap.servers": target.url,
               "group.id": "__hotstandby-lookup", "enable.auto.commit": False}  # fmt: skip
     consumer = Consumer(with_logger(config))
@@ -48,10 +48,16 @@ def still_held(target: ClusterSpec, slots: Mapping[Slot, tuple[int, int]], *, ti
                 break
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=left)
             if low <= lowest and highest < high:
-                covered.add((topic, partition))
+                logs[(topic, partition)] = (low, high)
     except KafkaException as exc:  # what was not checked is sent again
         log.info("producer.held_unknown", cluster=target.name, error=str(exc))
     finally:
         consumer.close()
     name = target.name
-    return lambda stored: stored.cluster == name and (stored.topic, stored.partition) in covered
+
+    def held(stored: Stored) -> bool:
+        # By offset too: a record acknowledged there before may enter the window after the check.
+        low, high = logs.get((stored.topic, stored.partition), (0, 0))
+        return stored.cluster == name and low <= stored.offset < high
+
+    return held
