@@ -40,7 +40,10 @@ __all__ = ["TableView"]
 log = get_logger("hotstandby.pulsar.table_view")
 
 Listener = Callable[[str, Any], None]
-_READ_MS = 30_000  # building a map: how long one message may take to come (then the build fails)
+# Building a map: how long one message may take to come before the reader is replaced, and
+# how many times (then the build fails).
+_STALL_MS = 10_000
+_STALLS = 2
 _FAILED_WAIT_S = 0.5  # after a read that failed (a cluster gone): before the next
 _CLOSE_WAIT_S = 5.0  # close: how long a listener call in progress may take
 
@@ -98,22 +101,39 @@ class TableView:
         self._thread.start()
 
     def _build(self, client: pulsar.Client) -> _Map:
-        """The map of ``client``'s cluster: its topic read from the start to its last message."""
-        reader = client.create_reader(self._topic, pulsar.MessageId.earliest, schema=self._schema,
-                                      is_read_compacted=True)  # fmt: skip
+        """The map of ``client``'s cluster: its topic read from the start to its last message.
+        A reader that gets nothing for a while although messages are left is replaced by a new
+        one, read from the start again (what was applied is skipped): pulsar-lite may drop a
+        reader's connection and then refuse it the subscription back (docs/refcluster.md)."""
+        reader = self._reader(client)
         built = _Map(reader)
         last: pulsar.MessageId | None = None
+        stalls = 0
         try:
             # The reference broker's last message id names no batch index: pulsar-client may
             # say nothing is left in the middle of the topic's last batch (docs/refcluster.md).
             while reader.has_message_available() or (last is not None and more_in_batch(last)):
-                msg = reader.read_next(_READ_MS)
+                try:
+                    msg = reader.read_next(_STALL_MS)
+                except pulsar.Timeout:
+                    stalls += 1
+                    if stalls > _STALLS:
+                        raise
+                    log.warning("table_view.reader_stalled", topic=self._topic, waited_ms=_STALL_MS,
+                                keys=len(built.values))  # fmt: skip
+                    _close(reader)
+                    reader = built.reader = self._reader(client)
+                    continue
                 last = msg.message_id()
                 built.apply(msg)
         except BaseException:
             _close(reader)
             raise
         return built
+
+    def _reader(self, client: pulsar.Client) -> pulsar.Reader:
+        return client.create_reader(self._topic, pulsar.MessageId.earliest, schema=self._schema,
+                                    is_read_compacted=True)  # fmt: skip
 
     # -- the pulsar.TableView surface -------------------------------------------------------
 
