@@ -8,19 +8,17 @@ producer writes ``--rate`` messages/s (keyed) to a fresh topic of route ``paymen
 subscription type (Shared, Key_Shared, Failover) two SDK consumers read the topic, each in its
 own subscription, acknowledging every message:
 
-* *replicated*: subscribed as the SDK subscribes by default — with
-  ``replicate_subscription_state_enabled``, so that Apache Pulsar carries the subscription's
-  acknowledged position to the other cluster;
-* *own cursor*: with ``replicate_subscription_state_enabled=False`` — on the cluster it moves
-  to, the subscription resumes at the cursor it left there (at the earliest message the first
-  time), the baseline.
+* *replicated*: subscribed with ``replicate_subscription_state_enabled=True``, with which
+  Apache Pulsar is to carry the subscription's acknowledged position to the other cluster;
+* *own cursor*: with it False (pulsar-client's default, and the SDK's): on the cluster it
+  moves to, the subscription resumes at the cursor it left there (at the earliest message the
+  first time).
 
 The route is flipped every ``--interval`` s, ``--flips`` times. Per flip and subscription it
-prints the messages re-read — filtered as acknowledged before — between that flip and the
-next (``reread``), next to what the subscription had handed out and not yet acknowledged
-when the flip was written (``unacked``): the issue's bound is the latter plus the margin of
-the mechanism (how far the replicated position lags the acknowledgements). Lost and
-duplicated messages are counted per subscription.
+prints the messages the consumer filtered between that flip and the next (``reread``: read
+again on the new cluster, and the copies of the producer's re-sent messages), next to what
+the subscription had handed out and not yet acknowledged when the flip was written
+(``unacked``). Lost and duplicated messages are counted per subscription.
 """
 
 from __future__ import annotations
