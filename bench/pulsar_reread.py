@@ -3,8 +3,10 @@
     python bench/pulsar_reread.py [--flips 6] [--interval 6] [--rate 200] [--brokers lite|apache]
                                   [--refcluster-dir DIR] [--json]
 
-Starts its own reference cluster on free loopback ports (or uses one that is up). An SDK
-producer writes ``--rate`` messages/s (keyed) to a fresh topic of route ``payments``. For each
+Starts its own reference cluster on free loopback ports (or uses one that is up). A raw
+pulsar-client producer writes ``--rate`` messages/s (keyed) to a fresh topic on pulsar-a all
+along (geo-replication copies them to pulsar-b; a producer that followed the route would send
+its replay window again at each flip, and its copies would be counted as re-read). For each
 subscription type (Shared, Key_Shared, Failover) two SDK consumers read the topic, each in its
 own subscription, acknowledging every message:
 
@@ -16,7 +18,7 @@ own subscription, acknowledging every message:
 
 The route is flipped every ``--interval`` s, ``--flips`` times. Per flip and subscription it
 prints the messages the consumer filtered between that flip and the next (``reread``: read
-again on the new cluster, and the copies of the producer's re-sent messages), next to what
+again on the new cluster), next to what
 the subscription had handed out and not yet acknowledged when the flip was written
 (``unacked``). Lost and duplicated messages are counted per subscription.
 """
@@ -93,10 +95,11 @@ def measure(rc: RefCluster, flips: int = 6, interval: float = 6.0, rate: int = 2
     center = ConfigCenter.open(replace(rc.settings("sre"), namespace=rc.namespace))
     quiet = pulsar.FileLogger(pulsar.LoggerLevel.Error, "/dev/null")
     client = Client(ROUTE, etcd=f"127.0.0.1:{rc.ports.etcd}", namespace=rc.namespace, logger=quiet)
+    raw = pulsar.Client(rc.cluster_spec("pulsar-a").url, logger=quiet)
     topic = f"persistent://public/default/reread-{uuid.uuid4().hex[:8]}"
     readers: list[_Reader] = []
     try:
-        producer = client.create_producer(topic)
+        producer = raw.create_producer(topic)
         readers = [_Reader(client, topic, kind, mode) for kind in _TYPES for mode in _MODES]
         total = int(rate * (_WARM_S + flips * interval + _TAIL_S))
         began = time.monotonic()
@@ -128,6 +131,7 @@ def measure(rc: RefCluster, flips: int = 6, interval: float = 6.0, rate: int = 2
         for reader in readers:
             reader.stop()
         client.close()
+        raw.close()
         center.close()
     out: dict[str, Any] = {"brokers": rc.brokers, "flips": flips, "interval_s": interval, "rate": rate,
                            "produced": total, "subscriptions": {}}  # fmt: skip
