@@ -390,11 +390,11 @@ class Producer(ProducerExtras, RouteClient):
             self._send(record, wait_s=max(0.0, deadline - time.monotonic()))
 
     def _window_checks(self, plan: SwitchPlan) -> tuple[dict[tuple[str, int], ReplicatedTo], Held | None]:
-        """What proves window records on the new cluster: MM2's position there, by the link the
-        plan read, and what it holds from before (held_records). None: everything is re-sent."""
+        """What proves window records on the new cluster: MM2's position there (the plan's link),
+        and what it holds from before (held_records; not in transactions: they may abort)."""
         target, timeout = plan.destination, min(METADATA_TIMEOUT_S, plan.drain_timeout_s + 1)
         link: Link | None = plan.links.get((plan.current.active, target.name))
         positions = read_positions(target, link, timeout=timeout) if link and self._outbox.in_window else {}
         with self._lock:  # produce() adds to the window meanwhile
-            stored_there = self._outbox.stored_on(target.name)
+            stored_there = {} if self._transactions.enabled else self._outbox.stored_on(target.name)
         return positions, still_held(target, stored_there, timeout=timeout)
