@@ -194,6 +194,16 @@ def test_a_record_acknowledged_on_one_cluster_only_is_not_held_anywhere() -> Non
     assert box.replay("a", held=lambda s: True).records == ["r0"]
 
 
+def test_a_refused_replay_remembers_where_it_was_stored_before() -> None:
+    box = outbox()
+    box.add(("t", 0, 0), "r0")
+    box.acknowledged(("t", 0, 0), 1, stored(10, 1_000, topic="t"))
+    box.replay("a")
+    assert box.refused(("t", 0, 0), 1), "back into the window"
+    assert box.stored_on("a") == {("t", 0): (10, 10)}
+    assert box.replay("b", held=lambda s: s.cluster == "a").records == [], "a still holds it"
+
+
 # -- aborted transactions -------------------------------------------------------------------
 
 
