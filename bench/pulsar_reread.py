@@ -10,17 +10,20 @@ its replay window again at each flip, and its copies would be counted as re-read
 subscription type (Shared, Key_Shared, Failover) two SDK consumers read the topic, each in its
 own subscription, acknowledging every message:
 
-* *replicated*: subscribed with ``replicate_subscription_state_enabled=True``, with which
-  Apache Pulsar is to carry the subscription's acknowledged position to the other cluster;
-* *own cursor*: with it False (pulsar-client's default, and the SDK's): on the cluster it
+* *replicated*: subscribed as the SDK subscribes by default, with
+  ``replicate_subscription_state_enabled=True``: Apache Pulsar carries the subscription's
+  acknowledged position to the other cluster (a snapshot every second);
+* *own cursor*: with it False (pulsar-client's default): on the cluster it
   moves to, the subscription resumes at the cursor it left there (at the earliest message the
   first time).
 
 The route is flipped every ``--interval`` s, ``--flips`` times. Per flip and subscription it
-prints the messages the consumer filtered between that flip and the next (``reread``: read
-again on the new cluster), next to what
+prints the messages read again on the new cluster between that flip and the next
+(``reread``). The messages carry no ``hs-id`` (their producer is not the SDK's), so the
+consumer cannot filter them: each one read again is handed out again, and counted. Next to
+it, what
 the subscription had handed out and not yet acknowledged when the flip was written
-(``unacked``). Lost and duplicated messages are counted per subscription.
+(``unacked``), and the messages never received (``lost``, which must be 0).
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ class _Reader:
         self.received: dict[int, int] = {}
         self.lock = threading.Lock()
         self.unacked = 0  # handed out, acknowledgement not yet called
-        self.marks: list[tuple[int, int]] = []  # per flip: (filtered so far, unacked) when it was written
+        self.again = 0  # received before
+        self.marks: list[tuple[int, int]] = []  # per flip: (read again so far, unacked) when it was written
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"reader-{self.name}", daemon=True)
         self._thread.start()
@@ -74,6 +78,8 @@ class _Reader:
                 continue
             with self.lock:
                 seq = int(msg.data())
+                if seq in self.received:
+                    self.again += 1
                 self.received[seq] = self.received.get(seq, 0) + 1
                 self.unacked += 1
             self.consumer.acknowledge(msg)
@@ -82,7 +88,7 @@ class _Reader:
 
     def mark(self) -> None:
         with self.lock:
-            self.marks.append((self.consumer.filtered, self.unacked))
+            self.marks.append((self.again + self.consumer.filtered, self.unacked))
 
     def stop(self) -> None:
         self._stop.set()
@@ -141,8 +147,8 @@ def measure(rc: RefCluster, flips: int = 6, interval: float = 6.0, rate: int = 2
             "reread": reread,
             "reread_median": statistics.median(reread) if reread else None,
             "unacked_at_flip": [m[1] for m in reader.marks[:-1]],
+            "reread_total": reader.again + reader.consumer.filtered,
             "lost": sum(1 for seq in range(total) if seq not in reader.received),
-            "duplicated": sum(n - 1 for n in reader.received.values() if n > 1),
         }
     return out
 
@@ -164,8 +170,8 @@ def main() -> int:
         print(f"{result['flips']} flips every {result['interval_s']} s at {result['rate']}/s on {result['brokers']}:")
         for name, sub in result["subscriptions"].items():
             print(f"  {name:22} re-read per flip {sub['reread']} (median {sub['reread_median']}), unacked at "
-                  f"the flip {sub['unacked_at_flip']}; lost {sub['lost']}, duplicated {sub['duplicated']}")  # fmt: skip
-    lost = sum(sub["lost"] + sub["duplicated"] for sub in result["subscriptions"].values())
+                  f"the flip {sub['unacked_at_flip']}; in all {sub['reread_total']}; lost {sub['lost']}")  # fmt: skip
+    lost = sum(sub["lost"] for sub in result["subscriptions"].values())
     return 0 if lost == 0 else 1
 
 

@@ -69,6 +69,8 @@ class Consumer(Acknowledging):
         self._multi = topics.single is None  # a list or a pattern: a message's topic names its logical topic
         self._subscription = subscription_name
         self._kwargs = dict(kwargs)
+        # Apache Pulsar then carries the acknowledged position across a switch (start_position).
+        self._kwargs.setdefault("replicate_subscription_state_enabled", True)
         listener = self._kwargs.pop("message_listener", None)  # called by the SDK, not by pulsar-client
         self._state = client.subscription_state(topics, subscription_name)
         self._lock = self._state.lock

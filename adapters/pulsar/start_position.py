@@ -1,7 +1,10 @@
 """Where a Pulsar subscription starts on the cluster it moves to.
 
 An existing subscription resumes at its own cursor there, a new one at the earliest message;
-whatever is read again is filtered by the ack ledger. An Exclusive subscription of a
+whatever is read again is filtered by the ack ledger. The SDK subscribes with replicated
+subscription state (``replicate_subscription_state_enabled``, unless the application says
+otherwise): on Apache Pulsar that cursor follows the acknowledgements made on the other
+cluster, a snapshot behind, for every subscription type. An Exclusive subscription of a
 non-partitioned topic does better (:func:`start_after_copies`): it starts where the copies it
 processed from that cluster end, by their ``__MSG_PROP_REPL_SOURCE_POSITION``.
 """

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -100,9 +101,11 @@ def test_a_switch_loses_nothing_and_hands_out_nothing_acknowledged_twice(
 ) -> None:
     """Shared subscription, acknowledgements out of order, some messages never acknowledged
     and some negatively acknowledged at the flip: those come again on pulsar-b, nothing else."""
+    # The subscription's own cursor on pulsar-b: the copies are read there, and filtered.
     consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared,
                                 initial_position=pulsar.InitialPosition.Earliest,
-                                negative_ack_redelivery_delay_ms=100)  # fmt: skip
+                                negative_ack_redelivery_delay_ms=100,
+                                replicate_subscription_state_enabled=False)  # fmt: skip
     producer = client.create_producer(topic)
     for i in range(200):
         producer.send_async(f"a{i}".encode(), None)
@@ -439,3 +442,54 @@ def test_acknowledging_part_of_a_batch_loses_nothing_on_the_broker(
         assert {f"v{i}" for i in range(10, 30)} <= set(nothing_more(again, within=5.0))
     finally:
         raw.close()
+
+
+def _backlog(refcluster: RefCluster, cluster: str, topic: str, subscription: str) -> int | None:
+    """The subscription's backlog on ``cluster`` (its admin API), None while it has none there."""
+    port = refcluster.ports.of(f"{cluster}_http")
+    path = topic.replace("persistent://", "/admin/v2/persistent/")
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}/stats", timeout=5) as response:
+            stats = json.load(response)
+    except OSError:
+        return None
+    found = stats.get("subscriptions", {}).get(subscription)
+    return None if found is None else int(found.get("msgBacklog", -1))
+
+
+@pytest.mark.apache_only
+def test_a_subscription_resumes_on_the_other_cluster_near_where_it_acknowledged(
+    refcluster: RefCluster, client: Client, center: ConfigCenter, topic: str
+) -> None:
+    """The SDK subscribes with replicated subscription state: Apache Pulsar carries the
+    acknowledged position to pulsar-b, and after the flip the subscription reads again what
+    was acknowledged since the last snapshot, not all that pulsar-b holds, as the same
+    subscription with its own cursor there does. Messages without an identity (a raw
+    producer) cannot be filtered: each one read again is handed out again, and counted."""
+    raw = pulsar.Client(refcluster.cluster_spec("pulsar-a").url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        producer = raw.create_producer(topic)
+        subscriptions = {"carried": {}, "own": {"replicate_subscription_state_enabled": False}}
+        consumers = {name: client.subscribe(topic, name, consumer_type=pulsar.ConsumerType.Shared,
+                                            initial_position=pulsar.InitialPosition.Earliest, **extra)
+                     for name, extra in subscriptions.items()}  # fmt: skip
+        for i in range(300):
+            producer.send_async(f"a{i}".encode(), None)
+        producer.flush()
+        for consumer in consumers.values():
+            for msg in take(consumer, 300):
+                consumer.acknowledge(msg)
+        # Its backlog there counts the snapshot markers too: a few, never the 300.
+        wait_for(lambda: (_backlog(refcluster, "pulsar-b", topic, "carried") or 300) < 50, 60,
+                 "pulsar-b's copy of the subscription to follow the acknowledgements")  # fmt: skip
+        center.switch(ROUTE, "pulsar-b", reason="test")
+        wait_for(lambda: client.cluster == "pulsar-b", 30, "the client to move")
+        producer.send(b"last")  # on pulsar-a, copied to pulsar-b
+        again = {}
+        for name, consumer in consumers.items():
+            got = acknowledge_until(consumer, {"last"}, timeout=60)
+            again[name] = len(got) - 1
+    finally:
+        raw.close()
+    assert again["own"] >= 300, f"the own cursor read pulsar-b's copies again: {again}"
+    assert again["carried"] < 50, f"read again after the flip: {again}"
