@@ -232,8 +232,9 @@ class Outbox(Generic[K, R]):
             if key not in self._pending:  # a window record sent again since stays pending once
                 self._pending[key] = record
                 self._replays.add(key)
-                if stored is not None:
-                    self._earlier[key] = stored
+                earlier = stored if stored is not None else also  # a refused replay was stored nowhere new
+                if earlier is not None:
+                    self._earlier[key] = earlier
         self._at.clear()
         self._sizes.clear()
         self._keys.clear()

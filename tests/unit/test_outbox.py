@@ -204,6 +204,17 @@ def test_a_refused_replay_remembers_where_it_was_stored_before() -> None:
     assert box.replay("b", held=lambda s: s.cluster == "a").records == [], "a still holds it"
 
 
+def test_a_refused_replay_sent_again_elsewhere_still_counts_the_cluster_that_held_it() -> None:
+    box = outbox()
+    box.add(("t", 0, 0), "r0")
+    box.acknowledged(("t", 0, 0), 1, stored(10, 1_000, topic="t"))
+    box.replay("a")
+    box.refused(("t", 0, 0), 1)  # b refused it: in the window, stored nowhere new
+    assert box.replay("b").records == ["r0"], "to c"
+    box.acknowledged(("t", 0, 0), 1, stored(5, 2_000, topic="t", cluster="c"))
+    assert box.stored_on("a") == {("t", 0): (10, 10)}, "a acknowledged it first and may still hold it"
+
+
 # -- aborted transactions -------------------------------------------------------------------
 
 
