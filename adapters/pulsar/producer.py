@@ -12,9 +12,8 @@ properties, same partition, in order — what the outbox says: every pending mes
 replay window, less what geo-replication provably copied to the new cluster already
 (:mod:`hotstandby.adapters.pulsar.replication_position`: the newest copy from the cluster
 left, at the end of each partition on the new one, read within a second at most). The
-callback of ``send_async`` fires exactly once per message: with the result on the cluster
-that acknowledged it last, or with the failure pulsar-client reported (then the message is
-not sent again).
+callback of ``send_async`` fires once per message: with the result on the cluster that
+acknowledged it last, or the failure pulsar-client reported (then it is not sent again).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from pulsar.schema import Schema
 
 from hotstandby.adapters.pulsar.adapter import ADAPTER, decode_identity
 from hotstandby.adapters.pulsar.producer_message import BYTES, Encoded, Message, SendCallback, exception_for
-from hotstandby.adapters.pulsar.replication_position import copied_through, offset_of
+from hotstandby.adapters.pulsar.replication_position import copied_through, offset_of, own_copies
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
 from hotstandby.failover.identity import HEADER, IdentityText, new_session
@@ -365,6 +364,8 @@ class Producer:
                 # With messages still replayed from a switch before.
                 replayed = self._outbox.replay(source, positions, self._client.options.timestamp_skew_ms)
                 replay = replayed.records
+                for message in replay:
+                    message.resent = True
                 self.trimmed += replayed.trimmed
                 self._backlog = deque(replay)
                 self._resending = bool(replay)
@@ -386,8 +387,16 @@ class Producer:
         budget = min(_POSITIONS_BUDGET_S, self._client.options.drain_timeout_ms / 1000)
         only_other = len(self._client.follower.route.clusters) == 2
         return copied_through(
-            client, self._topic, self._partition_names, source, only_other=only_other, budget_s=budget
-        )
+            client, self._topic, self._partition_names, source, only_other=only_other, budget_s=budget,
+            ours=own_copies(self._session, partial(self._sent_only_to, source)),
+        )  # fmt: skip
+
+    def _sent_only_to(self, source: str) -> dict[tuple[int, int], Stored]:
+        """Where ``source`` acknowledged the window's messages that were never re-sent (no other
+        cluster can hold them from this producer), by key."""
+        with self._lock:
+            return {key: stored for key, message, stored in self._outbox.window_stored()
+                    if stored is not None and stored.cluster == source and not message.resent}  # fmt: skip
 
 
 def _flush_quietly(producer: pulsar.Producer) -> None:

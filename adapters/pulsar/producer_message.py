@@ -40,7 +40,7 @@ class Encoded(Schema):  # type: ignore[misc]  # pulsar.schema is untyped
 class Message:
     """A message sent and not yet acknowledged, then in the replay window."""
 
-    __slots__ = ("callback", "content", "key", "options", "properties")
+    __slots__ = ("callback", "content", "key", "options", "properties", "resent")
 
     def __init__(
         self,
@@ -52,6 +52,9 @@ class Message:
     ) -> None:
         self.content, self.properties, self.key, self.callback = content, properties, key, callback
         self.options = options  # the send_async keywords given, passed again when re-sent
+        # Sent again by a switch: a cluster may then hold it from a send that was never
+        # acknowledged, so its copy there proves nothing about replication.
+        self.resent = False
 
     @property
     def partition(self) -> int:

@@ -4,7 +4,10 @@ A copy carries its source position (``__MSG_PROP_REPL_SOURCE_POSITION`` = ``"led
 on the source cluster). Replication copies a topic partition in order, so the newest copy from
 the source on the target proves every source entry *before* its own copied (not its own: the
 reference replicator copies a batch message by message, and the entry's later messages may
-still be on their way). That newest copy is looked for at the end of the target's partition:
+still be on their way). Apache Pulsar writes that position in the copied entry's metadata,
+which pulsar-client shows only on a message that was not batched; a batched copy is known by
+its identity instead: a message of the producer's own that the source acknowledged at
+``ledger:entry`` and that it sent nowhere else (``ours``) can only be on the target as a copy. That newest copy is looked for at the end of the target's partition:
 its last message (a reader from the latest message, inclusive), then further back in its last
 ledger (up to :data:`_TAIL_MESSAGES` messages), within a time budget; a partition where none is
 found proves nothing (its window records are all re-sent). Nothing is written on the target:
@@ -22,15 +25,20 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import pulsar
 
-from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM
-from hotstandby.failover.outbox import ReplicatedTo
+from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM, identity_in
+from hotstandby.failover.identity import HEADER, RecordId
+from hotstandby.failover.outbox import ReplicatedTo, Stored
 from hotstandby.logs import get_logger
 
-__all__ = ["copied_through", "offset_of"]
+__all__ = ["Ours", "copied_through", "offset_of", "own_copies"]
+
+#: Where the source acknowledged a message of the producer's own that it sent to the source
+#: only (None: not such a message).
+Ours = Callable[[RecordId], "Stored | None"]
 
 log = get_logger("hotstandby.pulsar.producer")
 
@@ -53,12 +61,14 @@ def copied_through(
     *,
     only_other: bool,
     budget_s: float,
+    ours: Ours | None = None,
 ) -> dict[tuple[str, int], ReplicatedTo]:
     """For each of ``topic``'s ``partitions`` (their topic names, as pulsar-client lists them),
     by ``(topic, partition number)``, what the target (``client``'s cluster) proves copied from
     ``source``; partitions without a proof are left out. ``only_other``: the
     route has two clusters, so a copy that does not name its source (Apache Pulsar's do not)
-    comes from ``source``. Returns after ``budget_s`` at most with what was found by then:
+    comes from ``source``. ``ours``: the producer's own messages that prove a batched copy (see
+    the module doc). Returns after ``budget_s`` at most with what was found by then:
     pulsar-client's calls wait up to the client's operation timeout, so they run on a thread
     of their own, which ends at its next step once the budget is spent."""
     deadline = time.monotonic() + budget_s
@@ -71,7 +81,7 @@ def copied_through(
                 log.info("producer.replication_position_budget_spent", topic=topic, budget_s=budget_s)
                 return
             try:
-                position = _newest_copy(client, name, source, only_other, deadline)
+                position = _newest_copy(client, name, source, only_other, deadline, ours)
             except pulsar.PulsarException as exc:
                 log.info("producer.replication_position_unread", topic=name, error=str(exc))
                 continue
@@ -86,18 +96,40 @@ def copied_through(
         return dict(found)
 
 
+def own_copies(session: bytes, window: Callable[[], Mapping[tuple[int, int], Stored]]) -> Ours:
+    """:data:`Ours` for the producer of ``session``: ``window()`` gives, by (partition,
+    sequence), where the source acknowledged its messages sent there only. Asked once, on the
+    first of the producer's messages found on the target (a switch's read, not per message)."""
+    index: Mapping[tuple[int, int], Stored] | None = None
+
+    def lookup(rid: RecordId) -> Stored | None:
+        nonlocal index
+        if rid.session != session:
+            return None
+        if index is None:
+            index = window()
+        return index.get((rid.partition, rid.sequence))
+
+    return lookup
+
+
 def _number(name: str) -> int:
     """A partition topic's number (0: a topic without partitions)."""
     _, _, number = name.rpartition("-partition-")
     return int(number) if number.isdigit() else 0
 
 
-def _copy_position(msg: pulsar.Message, source: str, only_other: bool) -> ReplicatedTo | None:
+def _copy_position(msg: pulsar.Message, source: str, only_other: bool, ours: Ours | None) -> ReplicatedTo | None:
     """The source entries ``msg`` proves copied, if it is a copy from ``source``."""
     properties = msg.properties()
     raw = properties.get(REPL_SOURCE_POSITION)
     if raw is None:
-        return None
+        if ours is None or HEADER not in properties:
+            return None
+        rid = identity_in(properties, msg)
+        stored = None if rid is None else ours(rid)
+        # The entry before the message's own: its batch may be half-copied.
+        return None if stored is None else ReplicatedTo(stored.offset - 1, int(msg.publish_timestamp()))
     origin = properties.get(REPLICATED_FROM)
     if origin != source and not (origin is None and only_other):
         return None
@@ -109,7 +141,7 @@ def _copy_position(msg: pulsar.Message, source: str, only_other: bool) -> Replic
 
 
 def _newest_copy(
-    client: pulsar.Client, name: str, source: str, only_other: bool, deadline: float
+    client: pulsar.Client, name: str, source: str, only_other: bool, deadline: float, ours: Ours | None
 ) -> ReplicatedTo | None:
     if client.get_topic_partitions(name) != [name]:
         # pulsar-lite takes a partition's topic for a partitioned topic: a reader of it would
@@ -130,7 +162,7 @@ def _newest_copy(
         messages = _read_from(client, name, start, inclusive=inclusive, limit=_TAIL_MESSAGES, deadline=deadline,
                               end=(ledger, entry, end.batch_index()))  # fmt: skip
         for msg in reversed(messages):
-            position = _copy_position(msg, source, only_other)
+            position = _copy_position(msg, source, only_other, ours)
             if position is not None:
                 return position
         if first == 0:

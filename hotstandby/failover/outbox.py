@@ -284,3 +284,8 @@ class Outbox(Generic[K, R]):
     def window(self) -> Iterator[R]:
         """The replay window's records, oldest acknowledgement first."""
         return iter(self._records)
+
+    def window_stored(self) -> Iterator[tuple[K, R, Stored | None]]:
+        """The replay window's keys and records with where they were stored last, oldest
+        acknowledgement first."""
+        return zip(self._keys, self._records, self._stored, strict=True)

@@ -70,10 +70,13 @@ def _send(producer: object, values: list[bytes]) -> None:
 
 
 @pytest.mark.apache_only  # pulsar-lite serves no reader from the latest message, inclusive
+@pytest.mark.parametrize("batching", [False, True], ids=["unbatched", "batched"])
 def test_a_planned_switch_leaves_out_what_geo_replication_copied(
-    refcluster: RefCluster, client: Client, center: ConfigCenter, topic: str
+    refcluster: RefCluster, client: Client, center: ConfigCenter, topic: str, batching: bool
 ) -> None:
-    producer = client.create_producer(topic)
+    """Unbatched copies show their source position; batched ones do not, and the producer
+    knows them by their identity instead."""
+    producer = client.create_producer(topic, batching_enabled=batching)
     first = [f"m{i}".encode() for i in range(300)]
     _send(producer, first)
     # Later messages, copied after the first ones were acknowledged by more than the skew
