@@ -34,6 +34,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="shows a behaviour of the lite reference cluster"))
         if not apache and item.get_closest_marker("apache_only"):
             item.add_marker(pytest.mark.skip(reason="needs what only the real brokers serve"))
+        if not apache and item.get_closest_marker("real_tier_only"):
+            item.add_marker(pytest.mark.skip(reason="runs in the real-broker tier (pytest --brokers apache -m apache)"))
 
 
 @pytest.fixture(autouse=True)

@@ -44,6 +44,9 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="with --system spark only (refused otherwise, exit status 2): the route the query reads, "
                         "orders (Kafka, the default) or payments (Pulsar), fed by that system's drill's producer")  # fmt: skip
     p.add_argument("--messages", type=int, default=20_000, metavar="N", help="records to produce (default 20000)")
+    p.add_argument("--spark-master", metavar="URL",
+                   help="with --system spark: run the query on this Spark master (spark://HOST:PORT) instead of "
+                        "local[2]; its executors must reach etcd and the brokers")  # fmt: skip
     p.add_argument("--switches", type=int, default=2, metavar="K", help="route flips, A->B->A... (default 2)")
     p.add_argument("--kill-primary", action="store_true",
                    help="SIGKILL the active broker before the first flip (restarted before any flip back: "
@@ -73,6 +76,9 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 def drill(args: argparse.Namespace) -> int:
     if args.messages < 1 or args.switches < 0 or args.consumers < 1:
         print("hotstandby: error: --messages and --consumers must be >= 1, --switches >= 0", file=sys.stderr)
+        return 2
+    if args.spark_master is not None and args.system != "spark":
+        print("hotstandby: error: --spark-master applies to --system spark only", file=sys.stderr)
         return 2
     if args.route is not None and args.system not in ROUTES:
         print(f"hotstandby: error: --route applies to --system {' or '.join(ROUTES)} only: the kafka and pulsar "
@@ -105,6 +111,7 @@ def drill(args: argparse.Namespace) -> int:
     options = DrillOptions(
         messages=args.messages, switches=args.switches, kill_primary=args.kill_primary,
         consumers=args.consumers, timeout_s=args.timeout, rate=args.rate, route=args.route,
+        spark_master=args.spark_master,
     )  # fmt: skip
     reports = []
     try:

@@ -62,6 +62,8 @@ class DrillOptions:
     # The route a drill of an integration reads (spark: see systems.ROUTES); None: its default.
     # A messaging system's drill has its own route and takes no other.
     route: str | None = None
+    # The Spark drill's query runs on this master (spark://HOST:PORT); None: local[2].
+    spark_master: str | None = None
     # The producer stops at each flip's share of the records until that flip is made, so every
     # phase is produced on its own cluster however long a flip takes to follow (Spark's).
     lockstep: bool = False

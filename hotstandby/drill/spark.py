@@ -151,8 +151,9 @@ def source_options(system: str, topic: str) -> dict[str, str]:
 class SparkWorkload:
     system = "spark"
 
-    def __init__(self, run: str, route: str = DEFAULT_ROUTE) -> None:
+    def __init__(self, run: str, route: str = DEFAULT_ROUTE, master: str | None = None) -> None:
         self.run = run
+        self.master = master
         self.feed_system = route_system(self.system, route)
         self.feed: Workload = feed_workload(self.feed_system, run)  # its producer feeds the query
         if self.feed.route != route:
@@ -195,6 +196,8 @@ class SparkWorkload:
         argv = [sys.executable, "-m", "hotstandby.drill.spark_job", "--etcd", ctx.etcd, "--namespace", ctx.namespace,
                 "--route", self.route, "--group", self.group,
                 "--checkpoint", str(work / "checkpoint"), "--sink", str(work / "sink")]  # fmt: skip
+        if self.master:
+            argv += ["--master", self.master]
         security = {k: v for k, v in ctx.etcd_config.items() if k != "hotstandby.etcd"}  # CA, user, password file
         for key, value in {**source_options(self.feed_system, self.topic), **security}.items():
             argv += ["--option", f"{key}={value}"]
@@ -331,9 +334,10 @@ class SparkWorkload:
 
 def run(rc: RefCluster, options: DrillOptions, progress: Callable[[DrillProgress], None] | None = None) -> DrillReport:
     """The Spark drill on the (running) reference cluster ``rc``, on ``options.route`` (default
-    ``orders``): one query, whatever ``options.consumers`` says."""
+    ``orders``): one query, whatever ``options.consumers`` says, on ``options.spark_master``
+    (default ``local[2]``)."""
     if importlib.util.find_spec("pyspark") is None:  # the job needs it; this process does not
         raise MissingDependencyError("the Spark drill needs pyspark (Python >= 3.11): pip install 'hotstandby[spark]'")
-    workload = SparkWorkload(new_run_id(), options.route or DEFAULT_ROUTE)
+    workload = SparkWorkload(new_run_id(), options.route or DEFAULT_ROUTE, options.spark_master)
     options = replace(options, consumers=1, phase_s=max(options.phase_s, PHASE_S), lockstep=True)
     return run_drill(rc, options, workload, progress)

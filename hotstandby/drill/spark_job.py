@@ -1,9 +1,9 @@
 """The Spark drill's streaming job, a program (``hotstandby.drill.spark`` starts it)::
 
     python -m hotstandby.drill.spark_job --etcd HOST:PORT --namespace NS --route ROUTE \\
-        --group G --checkpoint DIR --sink DIR --option KEY=VALUE [--option KEY=VALUE ...]
+        --group G --checkpoint DIR --sink DIR --option KEY=VALUE [--option KEY=VALUE ...] [--master URL]
 
-A local Spark session (two cores, loopback only) runs one streaming query over the
+A Spark session (``local[2]``, or ``--master spark://HOST:PORT``; loopback only) runs one streaming query over the
 ``hotstandby`` source, from the earliest records, a micro-batch every 500 ms; the ``--option``
 pairs say what it reads (a Kafka route: ``subscribe=T``, ``maxOffsetsPerTrigger=N``; a Pulsar
 route: ``topic=persistent://...``). Its ``foreachBatch`` sink keeps the ``value`` and
@@ -57,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="a source option (repeated): subscribe=T and maxOffsetsPerTrigger=N, or topic=T")  # fmt: skip
     what.add_argument("--topic", help="a Kafka route's topic: subscribe=TOPIC with --max-offsets (older drills)")
     p.add_argument("--max-offsets", type=int, default=2000, metavar="N", help="with --topic: maxOffsetsPerTrigger")
+    p.add_argument("--master", help="a Spark master URL (spark://HOST:PORT); default local[2]")
     return p
 
 
@@ -109,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     args.sink.mkdir(parents=True, exist_ok=True)
-    spark = local_session("hotstandby-drill")
+    spark = local_session("hotstandby-drill", master=args.master)
     failure = ""
     try:
         query = (
