@@ -115,3 +115,13 @@ def test_a_route_is_refused_for_a_drill_other_than_spark(
     code = main(["drill", *system, "--route", "payments", "--dir", str(refcluster.dir), "--json"])
     assert code == 2
     assert "--route applies to --system spark only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("system", [["--system", "pulsar"], ["--system", "kafka"], []])
+def test_a_spark_master_is_refused_for_a_drill_other_than_spark(
+    system: list[str], refcluster: RefCluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["drill", *system, "--spark-master", "spark://127.0.0.1:7077", "--dir", str(refcluster.dir),
+                 "--json"])  # fmt: skip
+    assert code == 2
+    assert "--spark-master applies to --system spark only" in capsys.readouterr().err
