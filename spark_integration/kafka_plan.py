@@ -43,6 +43,9 @@ def check_kafka_options(options: SourceOptions) -> None:
         raise ConfigError(f"startingOffsets with message ids is for Pulsar routes; route {options.route!r} is on Kafka")
     if options.pulsar_client or options.pulsar_reader:
         raise ConfigError(f"pulsar.* options are for Pulsar routes; route {options.route!r} is on Kafka")
+    if options.max_entries_per_trigger:
+        raise ConfigError(f"maxEntriesPerTrigger is for Pulsar routes (Kafka's is maxOffsetsPerTrigger); "
+                          f"route {options.route!r} is on Kafka")  # fmt: skip
 
 
 class KafkaPlan:

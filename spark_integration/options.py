@@ -85,6 +85,7 @@ _KNOWN = frozenset(
         "endingoffsets",
         "startingtimestamp",
         "maxoffsetspertrigger",
+        "maxentriespertrigger",
         "minpartitions",
         "failondataloss",
         "includeheaders",
@@ -123,6 +124,13 @@ def _count(key: str, value: str | None, *, positive: bool = True) -> int | None:
     if number < (1 if positive else 0):
         raise ValidationError(key, f"must be {'positive' if positive else 'at least 0'}, got {number}")
     return number
+
+
+def _entries(text: str | None) -> int | None:
+    """``maxEntriesPerTrigger``: a positive count, or -1 (the Pulsar connector's "no cap")."""
+    if text is not None and text.strip() == "-1":
+        return None
+    return _count("maxEntriesPerTrigger", text)
 
 
 def _value(text: str) -> Any:
@@ -209,6 +217,7 @@ class SourceOptions:
     ending: str | Mapping[str, Mapping[int, int]] = LATEST
     starting_timestamp: int | None = None
     max_per_trigger: int | None = None
+    max_entries_per_trigger: int | None = None  # Pulsar routes: the Pulsar connector's cap
     min_partitions: int | None = None
     fail_on_data_loss: bool = True
     include_headers: bool = False
@@ -220,6 +229,11 @@ class SourceOptions:
     pulsar_client: Mapping[str, Any] = field(default_factory=dict)
     pulsar_reader: Mapping[str, Any] = field(default_factory=dict)
     allowed_clusters: frozenset[str] = frozenset()  # hotstandby.clusters.allowed; empty: any
+
+    @property
+    def trigger_limit(self) -> int | None:
+        """The per-trigger cap, whichever the route's kind names it (records or entries)."""
+        return self.max_per_trigger or self.max_entries_per_trigger
 
     def wants(self, logical: str) -> bool:
         """Whether the subscription covers logical topic ``logical``."""
@@ -305,6 +319,7 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         ending=ending,
         starting_timestamp=_count("startingTimestamp", raw.get("startingtimestamp"), positive=False),
         max_per_trigger=_count("maxOffsetsPerTrigger", raw.get("maxoffsetspertrigger")),
+        max_entries_per_trigger=_entries(raw.get("maxentriespertrigger")),
         min_partitions=_count("minPartitions", raw.get("minpartitions")),
         fail_on_data_loss=_flag("failOnDataLoss", raw.get("failondataloss"), True),
         include_headers=_flag("includeHeaders", raw.get("includeheaders"), False),

@@ -48,6 +48,7 @@ def id_key(text: str) -> tuple[int, int]:
 #: pulsar-client waits 30 s for an operation by default; the source asks the cluster on every
 #: trigger and a task checks the route after a stall, so a cluster that died is noticed sooner.
 _OPERATION_TIMEOUT_S = 5
+_PEEK_MS = 2_000  # the driver's read of one message where it must know the next entry's id
 
 
 def client_kwargs(spec: ClusterSpec, options: SourceOptions) -> dict[str, Any]:
@@ -112,6 +113,23 @@ class PulsarCluster:
             mid = self._consumer(topic).get_last_message_id()
             out[topic] = "" if mid.ledger_id() < 0 or mid.entry_id() < 0 else id_text(mid)
         return out
+
+    def first_after(self, topic: str, start: str) -> tuple[int, int] | None:
+        """``(ledger, entry)`` of the first message after ``start``'s entry ("": the partition's
+        first), read within :data:`_PEEK_MS` per message; None if none came."""
+        after = id_key(start)
+        begin = message_id(start) if start else pulsar.MessageId.earliest
+        reader = self.client.create_reader(topic, begin, start_message_id_inclusive=False)
+        try:
+            while True:  # the rest of start's entry (a batch) first
+                mid = reader.read_next(_PEEK_MS).message_id()
+                if (mid.ledger_id(), mid.entry_id()) > after:
+                    return (mid.ledger_id(), mid.entry_id())
+        except pulsar.Timeout:
+            return None
+        finally:
+            with contextlib.suppress(pulsar.PulsarException):
+                reader.close()
 
     def acknowledge(self, ids: Mapping[str, str]) -> None:
         """The query read up to ``ids``: the broker may let go of what came before."""

@@ -5,7 +5,8 @@ A message id names a message on one cluster only, and geo-replication keeps the 
 after a switch the query reads each partition of the new cluster from the newest replicated
 copy of it the query read (``__MSG_PROP_REPL_SOURCE_POSITION``, kept by committed batches),
 else from its first message; the ledger drops what it emitted before. Pulsar counts no
-offsets, so ``maxOffsetsPerTrigger`` does not apply: a batch reads what is there.
+offsets, so ``maxOffsetsPerTrigger`` does not apply; ``maxEntriesPerTrigger`` caps a batch in
+entries (:mod:`~hotstandby.spark_integration.pulsar_limit`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, Read
 from hotstandby.spark_integration.offsets import SourceOffset
 from hotstandby.spark_integration.options import EARLIEST, LATEST, MessageIds, SourceOptions
 from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, full_topic, id_key, id_text, logical_partition
+from hotstandby.spark_integration.pulsar_limit import capped_ends
 from hotstandby.spark_integration.pulsar_read import PulsarReadTask
 from hotstandby.spark_integration.schema import PULSAR_SCHEMA_DDL
 
@@ -119,6 +121,8 @@ class PulsarPlan:
         ends = self.cluster.last_ids(partitions)
         if drain_to is not None:
             ends = _at_most(ends, drain_to)
+        if limit is not None:
+            ends = capped_ends(start.ids, ends, limit, self.cluster.first_after)
         new = {t: "" for t in partitions if t not in start.ids}
         if not new and all(id_key(ends[t]) <= id_key(start.ids.get(t, "")) for t in ends):
             return start
@@ -166,6 +170,8 @@ class PulsarPlan:
         starts = arrival.starts.starts_ids
         last = self.cluster.last_ids(starts)
         ids = {t: (v if id_key(v) > id_key(starts[t]) else starts[t]) for t, v in last.items()}
+        if limit is not None:
+            ids = capped_ends(starts, ids, limit, self.cluster.first_after)
         switch = {"from": arrival.came_from, "from_epoch": arrival.came_from_epoch,
                   "strategies": dict(sorted(arrival.strategies.items()))}  # fmt: skip
         return SourceOffset(start.route, arrival.epoch, self.spec.name, {}, ids=ids, starts_ids=starts, switch=switch)

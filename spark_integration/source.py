@@ -80,7 +80,7 @@ class HotStandbyStreamReader(DataSourceStreamReader):
         return self._plan().initial().to_dict()
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        limit = self._options.max_per_trigger
+        limit = self._options.trigger_limit
         return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:

@@ -4,6 +4,7 @@ columns, a batch read, and a streaming query across a flip and a failback, exact
 from __future__ import annotations
 
 import json
+import urllib.request
 import uuid
 from dataclasses import replace
 from typing import Any
@@ -20,6 +21,15 @@ from tests.support import wait_for
 pytest.importorskip("pyspark")
 
 pytestmark = pytest.mark.integration
+
+
+def _new_ledger(rc: RefCluster, topic: str) -> None:
+    """Apache Pulsar: unload ``topic`` from pulsar-a, which closes its ledger; the next message
+    goes to a new one."""
+    path = topic.replace("persistent://", "/admin/v2/persistent/")
+    request = urllib.request.Request(f"http://127.0.0.1:{rc.ports.of('pulsar-a_http')}{path}/unload", method="PUT")
+    with urllib.request.urlopen(request, timeout=30):
+        pass
 
 
 @pytest.fixture
@@ -116,3 +126,46 @@ def test_a_streaming_query_on_a_pulsar_route_follows_a_flip_and_a_failback_exact
         assert any('"replicated-source-position"' in text for text in progress), switches
     finally:
         query.stop()
+
+
+@pytest.mark.apache
+def test_max_entries_per_trigger_reads_a_backlog_in_bounded_batches_across_ledgers(
+    spark: Any, refcluster: RefCluster, center: ConfigCenter, namespace: str, topic: str, tmp_path: Any, brokers: str
+) -> None:
+    """A query that falls behind catches up in batches of at most maxEntriesPerTrigger entries
+    (the producer does not batch: an entry per message), across ledgers on Apache Pulsar, each
+    message once."""
+    group = f"q-{uuid.uuid4().hex[:6]}"
+    # The query's subscription exists from an earlier run (a query that stopped for a while):
+    # Pulsar keeps what it has not read, ledgers closed since included.
+    raw = pulsar.Client(refcluster.cluster_spec("pulsar-a").url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        raw.subscribe(topic, f"hotstandby-spark-{group}", consumer_type=pulsar.ConsumerType.Failover,
+                      initial_position=pulsar.InitialPosition.Earliest).close()  # fmt: skip
+    finally:
+        raw.close()
+    expected = []
+    for part in range(3):
+        values = [f"e{part}-{i}" for i in range(70)]
+        send(refcluster, namespace, topic, values)
+        expected += values
+        if brokers == "apache":
+            _new_ledger(refcluster, topic)
+    sink = Sink()
+    settings = {"hotstandby.group": group, "startingOffsets": "earliest", "maxEntriesPerTrigger": "25"}
+    query = (spark.readStream.format("hotstandby").options(**options(refcluster, namespace, topic, **settings))
+             .load().writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(processingTime="200 milliseconds").start())  # fmt: skip
+    try:
+
+        def caught_up() -> bool:
+            assert query.exception() is None, query.exception()
+            return len(sink.values()) >= len(expected)
+
+        wait_for(caught_up, timeout=120, what=f"{len(expected)} messages in the sink")
+    finally:
+        query.stop()
+    assert sorted(sink.values()) == sorted(expected), "lost or duplicated"
+    sizes = [len(rows) for rows in sink.batches.values() if rows]
+    assert max(sizes) <= 25, f"a batch beyond the cap: {sizes}"
+    assert len(sizes) >= len(expected) // 25, sizes

@@ -262,6 +262,8 @@ def test_explicit_values_including_a_zero_drain_timeout() -> None:
     [
         ("maxOffsetsPerTrigger", "0"),
         ("maxOffsetsPerTrigger", "ten"),
+        ("maxEntriesPerTrigger", "0"),
+        ("maxEntriesPerTrigger", "-2"),
         ("minPartitions", "-1"),
         ("hotstandby.drain.timeout.ms", "-1"),
         ("startingTimestamp", "-5"),
@@ -282,6 +284,12 @@ def test_keys_are_case_insensitive(key: str) -> None:
     given["SUBSCRIBE"] = given.pop("subscribe")
     got = parse_options(given, streaming=True)
     assert (got.max_per_trigger, got.route, got.topics) == (1000, "orders", ("orders",))
+
+
+def test_max_entries_per_trigger_is_a_count_or_minus_one_for_no_cap() -> None:
+    assert parse_options({**opts(), "maxEntriesPerTrigger": "500"}, streaming=True).trigger_limit == 500
+    assert parse_options({**opts(), "maxEntriesPerTrigger": "-1"}, streaming=True).trigger_limit is None
+    assert parse_options({**opts(), "maxOffsetsPerTrigger": "7"}, streaming=True).trigger_limit == 7
 
 
 def test_kafka_settings_pass_through_without_the_prefix() -> None:
