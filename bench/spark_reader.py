@@ -1,21 +1,27 @@
-"""The hotstandby Spark source vs a plain Python data source on the raw client, in the same run.
+"""The hotstandby Spark source vs Spark's own Kafka source, in the same run.
 
-    python bench/spark_reader.py [--records N] [--rounds R] [--json]
+    python bench/spark_reader.py [--records N] [--rounds R] [--brokers lite|apache]
+                                 [--refcluster-dir DIR] [--json]
 
-Starts its own reference cluster on free loopback ports and a local Spark session
-(``local[2]``), writes N records through the SDK producer (route ``orders`` on kafka-a, four
-partitions), then reads that topic, taking turns round by round:
+Starts its own reference cluster on free loopback ports (or uses one that is up) and a local
+Spark session (``local[2]``), writes N records through the SDK producer (route ``orders`` on
+kafka-a, four partitions), then reads that topic, taking turns round by round:
 
 * ``hotstandby`` — ``format("hotstandby")``: offsets naming the cluster, one task per logical
   partition, identity decoded, the query's ledger loaded and checked per record, what was
   emitted staged in etcd and merged into the ledger at commit;
+* ``spark_kafka`` — Spark's own Kafka source (``format("kafka")``, ``spark-sql-kafka-0-10``
+  resolved by Maven from Maven Central: 4.2.0, the newest served, on pip's pyspark), what a
+  Spark user would pick without failover: the yardstick;
 * ``raw`` — a plain Python data source defined here: the same Arrow columns, one task per
-  partition, confluent-kafka assign and consume to the end offset, no failover logic.
+  partition, confluent-kafka assign and consume to the end offset, no failover logic: what the
+  Python Data Source API itself costs.
 
 Streaming: ``Trigger.AvailableNow`` from the earliest offsets to a ``noop`` sink (a new query and
 group each round); batch: ``spark.read`` to a ``noop`` sink. A rate is N over the wall time of
-the query (start to finish, Spark's own overhead included for both). Ratios (hotstandby / raw)
-are medians over rounds; round 0 warms up and is not counted.
+the query (start to finish, Spark's own overhead included for each). Ratios (hotstandby over
+the others) are medians over rounds; round 0 warms up and is not counted. Each source's row
+count is checked once against N.
 """
 
 from __future__ import annotations
@@ -30,8 +36,11 @@ import time
 import uuid
 from typing import Any
 
+from bench_cluster import add_cluster_options, reference_cluster
+
 from hotstandby.logs import configure
-from hotstandby.refcluster import Ports, RefCluster
+from hotstandby.refcluster import RefCluster
+from hotstandby.refcluster.jars import JarSet
 
 TOPIC_PARTITIONS = 4
 
@@ -60,11 +69,21 @@ def _produce(rc: RefCluster, topic: str, records: int) -> None:
         producer.close()
 
 
+KINDS = ("hotstandby", "spark_kafka", "raw")
+
+
+def _spark_kafka_jars() -> str:
+    """Spark's Kafka source and what it needs beyond pyspark, resolved by Maven (once)."""
+    folder = JarSet("spark-kafka").resolve(progress=lambda note: print(note, file=sys.stderr))
+    return ",".join(str(jar) for jar in sorted(folder.glob("*.jar")))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    add_cluster_options(parser)
     args = parser.parse_args()
     configure("warning")
     here = os.path.dirname(os.path.abspath(__file__))  # Spark's Python workers import raw_kafka_source
@@ -74,30 +93,33 @@ def main() -> int:
 
     from hotstandby.spark_integration.local_session import local_session
 
-    with tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, RefCluster(tmp, Ports.free()) as rc:
+    jars = _spark_kafka_jars()
+    with (
+        tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp,
+        reference_cluster(args.brokers, args.refcluster_dir) as rc,
+    ):
         topic = f"bench-{uuid.uuid4().hex[:8]}"
+        args.brokers = rc.brokers
         _produce(rc, topic, args.records)
-        spark = local_session("hotstandby-bench")
+        spark = local_session("hotstandby-bench", **{"spark.jars": jars})
         try:
             spark.dataSource.register(RawKafka)
-            hs = {"hotstandby.route": "orders", "hotstandby.etcd": f"127.0.0.1:{rc.ports.etcd}",
-                  "hotstandby.namespace": rc.namespace, "subscribe": topic, "startingOffsets": "earliest"}  # fmt: skip
-            raw = {"servers": rc.url("kafka-a"), "topic": topic}
+            sources = _sources(rc, topic)
+            for kind, (fmt, opts) in sources.items():
+                count = spark.read.format(fmt).options(**opts(kind)).load().count()
+                if count != args.records:
+                    raise RuntimeError(f"{kind} read {count} records, not {args.records}")
 
             def batch(kind: str) -> float:
-                fmt, opts = ("hotstandby", hs) if kind == "hotstandby" else ("rawkafka", raw)
+                fmt, opts = sources[kind]
                 started = time.perf_counter()
-                spark.read.format(fmt).options(**opts).load().write.format("noop").mode("overwrite").save()
+                spark.read.format(fmt).options(**opts(kind)).load().write.format("noop").mode("overwrite").save()
                 return args.records / (time.perf_counter() - started)
 
             def stream(kind: str, n: int) -> float:
-                fmt, opts = (
-                    ("hotstandby", {**hs, "hotstandby.group": f"bench-{uuid.uuid4().hex[:6]}"})
-                    if kind == "hotstandby"
-                    else ("rawkafka", raw)
-                )
+                fmt, opts = sources[kind]
                 started = time.perf_counter()
-                query = (spark.readStream.format(fmt).options(**opts).load().writeStream.format("noop")
+                query = (spark.readStream.format(fmt).options(**opts(kind)).load().writeStream.format("noop")
                          .option("checkpointLocation", os.path.join(tmp, f"ck-{kind}-{n}"))
                          .trigger(availableNow=True).start())  # fmt: skip
                 if not query.awaitTermination(600):
@@ -105,9 +127,9 @@ def main() -> int:
                     raise RuntimeError(f"{kind}: the stream did not finish within 600 s")
                 return args.records / (time.perf_counter() - started)
 
-            rates: dict[str, list[float]] = {f"{k}_{w}": [] for k in ("hotstandby", "raw") for w in ("batch", "stream")}
+            rates: dict[str, list[float]] = {f"{k}_{w}": [] for k in KINDS for w in ("batch", "stream")}
             for n in range(args.rounds + 1):
-                order = ("raw", "hotstandby") if n % 2 == 0 else ("hotstandby", "raw")
+                order = KINDS[n % len(KINDS) :] + KINDS[: n % len(KINDS)]  # each goes first in turn
                 for kind in order:
                     b, s = batch(kind), stream(kind, n)
                     if n:  # round 0 warms up
@@ -115,20 +137,41 @@ def main() -> int:
                         rates[f"{kind}_stream"].append(s)
         finally:
             spark.stop()
-    result: dict[str, Any] = {"records": args.records, "rounds": args.rounds}
-    for what in ("stream", "batch"):
-        hs_rates, raw_rates = rates[f"hotstandby_{what}"], rates[f"raw_{what}"]
-        result[f"hotstandby_{what}_rows_per_s"] = round(statistics.median(hs_rates))
-        result[f"raw_{what}_rows_per_s"] = round(statistics.median(raw_rates))
-        result[f"{what}_ratio"] = round(statistics.median(h / r for h, r in zip(hs_rates, raw_rates, strict=True)), 2)
-    result["ratio"] = result["stream_ratio"]
+    result = _result(args, rates)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         for what in ("stream", "batch"):
-            print(f"{what}: hotstandby {result[f'hotstandby_{what}_rows_per_s']:,}/s vs raw "
-                  f"{result[f'raw_{what}_rows_per_s']:,}/s -> ratio {result[f'{what}_ratio']}")  # fmt: skip
+            print(f"{what}: hotstandby {result[f'hotstandby_{what}_rows_per_s']:,}/s, Spark's Kafka source "
+                  f"{result[f'spark_kafka_{what}_rows_per_s']:,}/s (ratio {result[f'{what}_ratio']}), raw Python "
+                  f"source {result[f'raw_{what}_rows_per_s']:,}/s (ratio {result[f'{what}_ratio_to_raw']})")  # fmt: skip
     return 0
+
+
+def _sources(rc: RefCluster, topic: str) -> dict[str, tuple[str, Any]]:
+    """Each contender's format and its options (a new group per streaming query)."""
+    hs = {"hotstandby.route": "orders", "hotstandby.etcd": f"127.0.0.1:{rc.ports.etcd}",
+          "hotstandby.namespace": rc.namespace, "subscribe": topic, "startingOffsets": "earliest"}  # fmt: skip
+    kafka = {"kafka.bootstrap.servers": rc.url("kafka-a"), "subscribe": topic, "startingOffsets": "earliest"}
+    raw = {"servers": rc.url("kafka-a"), "topic": topic}
+    return {
+        "hotstandby": ("hotstandby", lambda _: {**hs, "hotstandby.group": f"bench-{uuid.uuid4().hex[:6]}"}),
+        "spark_kafka": ("kafka", lambda _: kafka),
+        "raw": ("rawkafka", lambda _: raw),
+    }
+
+
+def _result(args: argparse.Namespace, rates: dict[str, list[float]]) -> dict[str, Any]:
+    result: dict[str, Any] = {"records": args.records, "rounds": args.rounds, "brokers": args.brokers,
+                              "spark_kafka": JarSet("spark-kafka").version}  # fmt: skip
+    for what in ("stream", "batch"):
+        for kind in KINDS:
+            result[f"{kind}_{what}_rows_per_s"] = round(statistics.median(rates[f"{kind}_{what}"]))
+        hs = rates[f"hotstandby_{what}"]
+        for other, key in (("spark_kafka", f"{what}_ratio"), ("raw", f"{what}_ratio_to_raw")):
+            result[key] = round(statistics.median(h / o for h, o in zip(hs, rates[f"{other}_{what}"], strict=True)), 2)
+    result["ratio"] = result["stream_ratio"]
+    return result
 
 
 if __name__ == "__main__":
