@@ -15,7 +15,11 @@ kafka-a, four partitions), then reads that topic, taking turns round by round:
   Spark user would pick without failover: the yardstick;
 * ``raw`` — a plain Python data source defined here: the same Arrow columns, one task per
   partition, confluent-kafka assign and consume to the end offset, no failover logic: what the
-  Python Data Source API itself costs.
+  Python Data Source API itself costs;
+* ``jvm_filtered`` — Spark's Kafka source with its headers, then ``bench/ledger_filter.py`` in
+  ``mapInArrow``: each identity decoded and looked up in a ledger (here empty) and in what the
+  task passed: what a design that plans with the failover core and lets the JVM connector read
+  the planned ranges would cost.
 
 Streaming: ``Trigger.AvailableNow`` from the earliest offsets to a ``noop`` sink (a new query and
 group each round); batch: ``spark.read`` to a ``noop`` sink. A rate is N over the wall time of
@@ -69,7 +73,7 @@ def _produce(rc: RefCluster, topic: str, records: int) -> None:
         producer.close()
 
 
-KINDS = ("hotstandby", "spark_kafka", "raw")
+KINDS = ("hotstandby", "spark_kafka", "raw", "jvm_filtered")
 
 
 def _spark_kafka_jars() -> str:
@@ -89,6 +93,7 @@ def main() -> int:
     here = os.path.dirname(os.path.abspath(__file__))  # Spark's Python workers import raw_kafka_source
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     sys.path.insert(0, here)
+    from ledger_filter import ledger_filter
     from raw_kafka_source import RawKafka
 
     from hotstandby.spark_integration.local_session import local_session
@@ -105,21 +110,25 @@ def main() -> int:
         try:
             spark.dataSource.register(RawKafka)
             sources = _sources(rc, topic)
-            for kind, (fmt, opts) in sources.items():
-                count = spark.read.format(fmt).options(**opts(kind)).load().count()
+
+            def frame(reader: Any, kind: str) -> Any:
+                fmt, opts = sources[kind]
+                df = reader.format(fmt).options(**opts(kind)).load()
+                return df.mapInArrow(ledger_filter(frozenset()), df.schema) if kind == "jvm_filtered" else df
+
+            for kind in KINDS:
+                count = frame(spark.read, kind).count()
                 if count != args.records:
                     raise RuntimeError(f"{kind} read {count} records, not {args.records}")
 
             def batch(kind: str) -> float:
-                fmt, opts = sources[kind]
                 started = time.perf_counter()
-                spark.read.format(fmt).options(**opts(kind)).load().write.format("noop").mode("overwrite").save()
+                frame(spark.read, kind).write.format("noop").mode("overwrite").save()
                 return args.records / (time.perf_counter() - started)
 
             def stream(kind: str, n: int) -> float:
-                fmt, opts = sources[kind]
                 started = time.perf_counter()
-                query = (spark.readStream.format(fmt).options(**opts(kind)).load().writeStream.format("noop")
+                query = (frame(spark.readStream, kind).writeStream.format("noop")
                          .option("checkpointLocation", os.path.join(tmp, f"ck-{kind}-{n}"))
                          .trigger(availableNow=True).start())  # fmt: skip
                 if not query.awaitTermination(600):
@@ -144,7 +153,9 @@ def main() -> int:
         for what in ("stream", "batch"):
             print(f"{what}: hotstandby {result[f'hotstandby_{what}_rows_per_s']:,}/s, Spark's Kafka source "
                   f"{result[f'spark_kafka_{what}_rows_per_s']:,}/s (ratio {result[f'{what}_ratio']}), raw Python "
-                  f"source {result[f'raw_{what}_rows_per_s']:,}/s (ratio {result[f'{what}_ratio_to_raw']})")  # fmt: skip
+                  f"source {result[f'raw_{what}_rows_per_s']:,}/s (ratio {result[f'{what}_ratio_to_raw']}); Spark's "
+                  f"Kafka source + ledger filter {result[f'jvm_filtered_{what}_rows_per_s']:,}/s "
+                  f"({result[f'jvm_filtered_{what}_ratio']} of Spark's)")  # fmt: skip
     return 0
 
 
@@ -158,7 +169,12 @@ def _sources(rc: RefCluster, topic: str) -> dict[str, tuple[str, Any]]:
         "hotstandby": ("hotstandby", lambda _: {**hs, "hotstandby.group": f"bench-{uuid.uuid4().hex[:6]}"}),
         "spark_kafka": ("kafka", lambda _: kafka),
         "raw": ("rawkafka", lambda _: raw),
+        "jvm_filtered": ("kafka", lambda _: {**kafka, "includeHeaders": "true"}),
     }
+
+
+def _median_ratio(ours: list[float], theirs: list[float]) -> float:
+    return round(statistics.median(a / b for a, b in zip(ours, theirs, strict=True)), 2)
 
 
 def _result(args: argparse.Namespace, rates: dict[str, list[float]]) -> dict[str, Any]:
@@ -169,7 +185,10 @@ def _result(args: argparse.Namespace, rates: dict[str, list[float]]) -> dict[str
             result[f"{kind}_{what}_rows_per_s"] = round(statistics.median(rates[f"{kind}_{what}"]))
         hs = rates[f"hotstandby_{what}"]
         for other, key in (("spark_kafka", f"{what}_ratio"), ("raw", f"{what}_ratio_to_raw")):
-            result[key] = round(statistics.median(h / o for h, o in zip(hs, rates[f"{other}_{what}"], strict=True)), 2)
+            result[key] = _median_ratio(hs, rates[f"{other}_{what}"])
+        result[f"jvm_filtered_{what}_ratio"] = _median_ratio(
+            rates[f"jvm_filtered_{what}"], rates[f"spark_kafka_{what}"]
+        )
     result["ratio"] = result["stream_ratio"]
     return result
 
