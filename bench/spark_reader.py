@@ -19,7 +19,11 @@ kafka-a, four partitions), then reads that topic, taking turns round by round:
 * ``jvm_filtered`` — Spark's Kafka source with its headers, then ``bench/ledger_filter.py`` in
   ``mapInArrow``: the identities decoded and looked up in a ledger (here empty) and in what the
   task passed, batch by batch with numpy: what a design that plans with the failover core and
-  lets the JVM connector read the planned ranges would cost.
+  lets the JVM connector read the planned ranges would cost;
+* ``jvm_sql`` — the same with the filter in Spark SQL, never leaving the JVM: the identity's
+  session, partition and sequence taken from the ``hs-id`` header with SQL expressions, and an
+  anti-join with the ledger's ranges broadcast (here one range of another session). It checks
+  the ledger only: twins within one micro-batch would need a further step.
 
 Streaming: ``Trigger.AvailableNow`` from the earliest offsets to a ``noop`` sink (a new query and
 group each round); batch: ``spark.read`` to a ``noop`` sink. A rate is N over the wall time of
@@ -73,7 +77,7 @@ def _produce(rc: RefCluster, topic: str, records: int) -> None:
         producer.close()
 
 
-KINDS = ("hotstandby", "spark_kafka", "raw", "jvm_filtered")
+KINDS = ("hotstandby", "spark_kafka", "raw", "jvm_filtered", "jvm_sql")
 
 
 def _spark_kafka_jars() -> str:
@@ -114,7 +118,9 @@ def main() -> int:
             def frame(reader: Any, kind: str) -> Any:
                 fmt, opts = sources[kind]
                 df = reader.format(fmt).options(**opts(kind)).load()
-                return df.mapInArrow(ledger_filter({}), df.schema) if kind == "jvm_filtered" else df
+                if kind == "jvm_filtered":
+                    return df.mapInArrow(ledger_filter({}), df.schema)
+                return _sql_filtered(spark, df) if kind == "jvm_sql" else df
 
             for kind in KINDS:
                 count = frame(spark.read, kind).count()
@@ -155,7 +161,8 @@ def main() -> int:
                   f"{result[f'spark_kafka_{what}_rows_per_s']:,}/s (ratio {result[f'{what}_ratio']}), raw Python "
                   f"source {result[f'raw_{what}_rows_per_s']:,}/s (ratio {result[f'{what}_ratio_to_raw']}); Spark's "
                   f"Kafka source + ledger filter {result[f'jvm_filtered_{what}_rows_per_s']:,}/s "
-                  f"({result[f'jvm_filtered_{what}_ratio']} of Spark's)")  # fmt: skip
+                  f"({result[f'jvm_filtered_{what}_ratio']} of Spark's), in Spark SQL "
+                  f"{result[f'jvm_sql_{what}_rows_per_s']:,}/s ({result[f'jvm_sql_{what}_ratio']})")  # fmt: skip
     return 0
 
 
@@ -170,7 +177,38 @@ def _sources(rc: RefCluster, topic: str) -> dict[str, tuple[str, Any]]:
         "spark_kafka": ("kafka", lambda _: kafka),
         "raw": ("rawkafka", lambda _: raw),
         "jvm_filtered": ("kafka", lambda _: {**kafka, "includeHeaders": "true"}),
+        "jvm_sql": ("kafka", lambda _: {**kafka, "includeHeaders": "true"}),
     }
+
+
+# The hs-id header's parts, as SQL over its hex (version, 16-byte session, partition and
+# sequence varints: what producers write, a sequence below 2**21).
+_IDENTITY = """
+    SELECT *, substring(hid, 3, 32) AS hs_session, conv(substring(hid, 35, 2), 16, 10) AS hs_partition,
+      CASE length(hid)
+        WHEN 38 THEN cast(conv(substring(hid, 37, 2), 16, 10) AS BIGINT)
+        WHEN 40 THEN (cast(conv(substring(hid, 37, 2), 16, 10) AS BIGINT) & 127)
+                     | shiftleft(cast(conv(substring(hid, 39, 2), 16, 10) AS BIGINT), 7)
+        ELSE (cast(conv(substring(hid, 37, 2), 16, 10) AS BIGINT) & 127)
+             | shiftleft(cast(conv(substring(hid, 39, 2), 16, 10) AS BIGINT) & 127, 7)
+             | shiftleft(cast(conv(substring(hid, 41, 2), 16, 10) AS BIGINT), 14)
+      END AS hs_sequence
+    FROM (SELECT *, hex(element_at(filter(headers, h -> h.key = 'hs-id'), 1).value) AS hid FROM {frame})
+"""
+
+
+def _sql_filtered(spark: Any, df: Any) -> Any:
+    """``df`` (Spark's Kafka columns and headers) less what a ledger holds, in Spark SQL."""
+    from pyspark.sql import functions as f
+
+    name = f"kafka_{uuid.uuid4().hex[:8]}"
+    df.createOrReplaceTempView(name)
+    ids = spark.sql(_IDENTITY.format(frame=name))
+    ranges = spark.createDataFrame([(uuid.uuid4().hex.upper(), "0", 0, 1000)],
+                                   "r_session string, r_partition string, r_first bigint, r_last bigint")  # fmt: skip
+    held = ((ids.hs_session == ranges.r_session) & (ids.hs_partition == ranges.r_partition)
+            & ids.hs_sequence.between(ranges.r_first, ranges.r_last))  # fmt: skip
+    return ids.join(f.broadcast(ranges), held, "left_anti").drop("hid", "hs_session", "hs_partition", "hs_sequence")
 
 
 def _median_ratio(ours: list[float], theirs: list[float]) -> float:
@@ -186,9 +224,8 @@ def _result(args: argparse.Namespace, rates: dict[str, list[float]]) -> dict[str
         hs = rates[f"hotstandby_{what}"]
         for other, key in (("spark_kafka", f"{what}_ratio"), ("raw", f"{what}_ratio_to_raw")):
             result[key] = _median_ratio(hs, rates[f"{other}_{what}"])
-        result[f"jvm_filtered_{what}_ratio"] = _median_ratio(
-            rates[f"jvm_filtered_{what}"], rates[f"spark_kafka_{what}"]
-        )
+        for jvm in ("jvm_filtered", "jvm_sql"):
+            result[f"{jvm}_{what}_ratio"] = _median_ratio(rates[f"{jvm}_{what}"], rates[f"spark_kafka_{what}"])
     result["ratio"] = result["stream_ratio"]
     return result
 
