@@ -1,6 +1,6 @@
 """A Spark session on loopback with the ``hotstandby`` format registered: for the drill, the
 examples, the benchmark and the tests — ``local[cores]``, or a standalone cluster's master
-(:mod:`hotstandby.spark_integration.servers`)."""
+(:mod:`hotstandby.refcluster.spark_servers`)."""
 
 from __future__ import annotations
 

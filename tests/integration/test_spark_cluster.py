@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from hotstandby.spark_integration.servers import SparkStandalone
+    from hotstandby.refcluster.spark_servers import SparkStandalone
 
     cluster = SparkStandalone(tmp_path_factory.mktemp("spark-standalone")).start()
     try:
@@ -40,7 +40,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 @pytest.fixture(scope="module")
 def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from hotstandby.spark_integration.servers import SparkConnectServer
+    from hotstandby.refcluster.spark_servers import SparkConnectServer
 
     server = SparkConnectServer(tmp_path_factory.mktemp("spark-connect")).start()
     try:
