@@ -8,7 +8,7 @@ three bytes: what producers write below 2**21) are decoded with numpy over the b
 each session's sequences are looked up in the ledger's ranges with ``searchsorted``, and what
 the task passed already is checked with ``isin`` over one int64 per identity (a number per
 session, the partition, the sequence below 2**40). Identities of another shape go the per-record
-way (:meth:`RecordId.decode`). :func:`ledger_filter_per_record` is the plain loop, for comparison.
+way (:meth:`RecordId.decode`).
 
 Imported by Spark's Python workers (the benchmark puts this folder on their ``PYTHONPATH``).
 """
@@ -116,25 +116,6 @@ def ledger_filter(ranges: Ranges) -> Filter:
             keep = np.ones(batch.num_rows, dtype=bool)
             keep[rows[dropped]] = False
             seen = np.sort(np.concatenate([seen, unique[~np.isin(unique, seen)]]))
-            yield batch.filter(pa.array(keep))
-
-    return drop
-
-
-def ledger_filter_per_record(acknowledged: frozenset[RecordId]) -> Filter:
-    """The same with a loop over the records (each identity decoded and looked up alone)."""
-
-    def drop(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        seen: set[RecordId] = set()
-        for batch in batches:
-            rows, values = _ids(batch)
-            keep = np.ones(batch.num_rows, dtype=bool)
-            for row, raw in zip(rows, values.to_pylist(), strict=True):
-                rid = RecordId.decode(raw)
-                if rid in acknowledged or rid in seen:
-                    keep[row] = False
-                else:
-                    seen.add(rid)
             yield batch.filter(pa.array(keep))
 
     return drop

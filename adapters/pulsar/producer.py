@@ -6,14 +6,12 @@ client, sticky round-robin without a key — through a ``message_router`` that r
 partition back from the identity. What is pending and the replay window are the core's
 outbox (:mod:`hotstandby.failover.outbox`).
 
-In a switch (run by the client) the producer lets the old cluster acknowledge what it has
-when it still answers, makes its counterpart on the new cluster, and then re-sends — same
-properties, same partition, in order — what the outbox says: every pending message and the
-replay window, less what geo-replication provably copied to the new cluster already
-(:mod:`hotstandby.adapters.pulsar.replication_position`: the newest copy from the cluster
-left, at the end of each partition on the new one, read within a second at most). The
-callback of ``send_async`` fires once per message: with the result on the cluster that
-acknowledged it last, or the failure pulsar-client reported (then it is not sent again).
+In a switch the producer lets the old cluster acknowledge what it has if it answers, makes
+its counterpart on the new cluster, and re-sends in order, same properties and partition,
+every pending message and the replay window less what geo-replication provably copied
+(:mod:`hotstandby.adapters.pulsar.replication_position`). The callback of ``send_async``
+fires once per message: with the result on the cluster that acknowledged it last, or the
+failure pulsar-client reported (then it is not sent again).
 """
 
 from __future__ import annotations
@@ -381,22 +379,18 @@ class Producer:
 
     def _replication_positions(self, client: pulsar.Client, source: str) -> dict[tuple[str, int], ReplicatedTo]:
         """What the new cluster (``client``) shows copied from ``source``, for the window's sake."""
-        with self._lock:
-            if not self._outbox.in_window:
-                return {}
-        budget = min(_POSITIONS_BUDGET_S, self._client.options.drain_timeout_ms / 1000)
-        only_other = len(self._client.follower.route.clusters) == 2
-        return copied_through(
-            client, self._topic, self._partition_names, source, only_other=only_other, budget_s=budget,
-            ours=own_copies(self._session, partial(self._sent_only_to, source)),
-        )  # fmt: skip
+        if not self._outbox.in_window:  # the length of a deque: read without the lock
+            return {}
 
-    def _sent_only_to(self, source: str) -> dict[tuple[int, int], Stored]:
-        """Where ``source`` acknowledged the window's messages that were never re-sent (no other
-        cluster can hold them from this producer), by key."""
-        with self._lock:
-            return {key: stored for key, message, stored in self._outbox.window_stored()
-                    if stored is not None and stored.cluster == source and not message.resent}  # fmt: skip
+        def sent_only_there() -> dict[tuple[int, int], Stored]:  # never re-sent: no other cluster holds them
+            with self._lock:
+                return {key: stored for key, message, stored in self._outbox.window_stored()
+                        if stored is not None and stored.cluster == source and not message.resent}  # fmt: skip
+
+        budget = min(_POSITIONS_BUDGET_S, self._client.options.drain_timeout_ms / 1000)
+        return copied_through(client, self._topic, self._partition_names, source, budget_s=budget,
+                              only_other=len(self._client.follower.route.clusters) == 2,
+                              ours=own_copies(self._session, sent_only_there))  # fmt: skip
 
 
 def _flush_quietly(producer: pulsar.Producer) -> None:

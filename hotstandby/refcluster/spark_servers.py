@@ -20,6 +20,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from hotstandby.configcenter.polling import wait_until
@@ -72,7 +73,7 @@ class _Server:
         log.info("spark.server_started", server=self.name, pid=self.proc.pid, log=str(self.log_path))
         return self.proc
 
-    def _wait(self, ready: object, timeout: float, what: str) -> None:
+    def _wait(self, ready: Callable[[], bool], timeout: float, what: str) -> None:
         proc = self.proc
         assert proc is not None
 
@@ -80,7 +81,7 @@ class _Server:
             if proc.poll() is not None:
                 raise ProcessStartError(f"{self.name} exited with code {proc.returncode}; log {self.log_path}:\n"
                                         f"{tail(self.log_path)}")  # fmt: skip
-            return bool(ready())  # type: ignore[operator]
+            return ready()
 
         if not wait_until(check, timeout, first=0.2, most=0.5):
             self.stop()
@@ -165,12 +166,6 @@ class SparkStandalone:
         self._worker.stop()
         self._master.stop()
 
-    def __enter__(self) -> SparkStandalone:
-        return self.start()
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
-
 
 class SparkConnectServer:
     """A Spark Connect server (pyspark ships its jar) running its session on ``master``
@@ -216,9 +211,3 @@ class SparkConnectServer:
 
     def stop(self) -> None:
         self._server.stop()
-
-    def __enter__(self) -> SparkConnectServer:
-        return self.start()
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()

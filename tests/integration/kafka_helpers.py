@@ -128,3 +128,27 @@ def wait_copied(rc: RefCluster, topic: str, partitions: int | None, count: int, 
         raise AssertionError(f"{exc}; the copy's ends last seen: {seen}") from None
     finally:
         consumer.close()
+
+
+def logical_topic_with_twins(
+    rc: RefCluster, center: Any, namespace: str, topic: str, *, before: int, after: int, twins: int
+) -> list[str]:
+    """``topic`` (two partitions on both clusters of route ``orders``) with ``before`` records
+    written on kafka-a and copied to kafka-b, a flip to kafka-b, ``after`` records written
+    there, and ``twins`` re-sent twins of the copies (records of ``kafka-a.<topic>`` written
+    again, identity and all, to ``topic`` on kafka-b, as a producer's re-send makes them).
+    Returns the values of the logical stream, each once."""
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(rc.cluster_spec(cluster), topic, 2)
+    first = [f"a{i}" for i in range(before)]
+    produce_values(rc, namespace, topic, first)
+    wait_copied(rc, topic, None, len(first))
+    center.switch("orders", "kafka-b", reason="test")
+    then = [f"b{i}" for i in range(after)]
+    produce_values(rc, namespace, topic, then)
+    b = rc.cluster_spec("kafka-b")
+    copies = read_all(b, f"kafka-a.{topic}", 0)[:twins]
+    assert len(copies) == twins, f"only {len(copies)} copies to re-send"
+    produce_all(producer(b), [{"topic": topic, "partition": 0, "key": m.key(), "value": m.value(),
+                               "headers": m.headers()} for m in copies])  # fmt: skip
+    return first + then

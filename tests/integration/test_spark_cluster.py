@@ -16,8 +16,7 @@ import pytest
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
-from tests.integration.kafka_helpers import create_topic, produce_all, produce_values, read_all, wait_copied
-from tests.integration.kafka_helpers import producer as raw_producer
+from tests.integration.kafka_helpers import logical_topic_with_twins
 from tests.integration.test_drill import drill
 
 pytest.importorskip("pyspark")
@@ -50,22 +49,8 @@ def connect(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 def _logical_topic(rc: RefCluster, center: ConfigCenter, namespace: str) -> tuple[str, list[str]]:
-    """A topic of route ``orders`` with records on kafka-a (copied to kafka-b), records written
-    on kafka-b after a flip, and re-sent twins of copies on kafka-b: its logical stream."""
     topic = f"sc-{uuid.uuid4().hex[:8]}"
-    for cluster in ("kafka-a", "kafka-b"):
-        create_topic(rc.cluster_spec(cluster), topic, 2)
-    before = [f"a{i}" for i in range(60)]
-    produce_values(rc, namespace, topic, before)
-    wait_copied(rc, topic, None, len(before))
-    center.switch("orders", "kafka-b", reason="test")
-    after = [f"b{i}" for i in range(30)]
-    produce_values(rc, namespace, topic, after)
-    b = rc.cluster_spec("kafka-b")
-    twins = read_all(b, f"kafka-a.{topic}", 0)[:15]
-    produce_all(raw_producer(b), [{"topic": topic, "partition": 0, "key": m.key(), "value": m.value(),
-                                   "headers": m.headers()} for m in twins])  # fmt: skip
-    return topic, before + after
+    return topic, logical_topic_with_twins(rc, center, namespace, topic, before=60, after=30, twins=15)
 
 
 def _read(rc: RefCluster, namespace: str, topic: str, *where: str) -> dict[str, list[str]]:

@@ -13,8 +13,7 @@ import pytest
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
-from tests.integration.kafka_helpers import create_topic, produce_all, produce_values, read_all, wait_copied
-from tests.integration.kafka_helpers import producer as raw_producer
+from tests.integration.kafka_helpers import create_topic, logical_topic_with_twins, produce_values, wait_copied
 from tests.support import wait_for
 
 pyspark = pytest.importorskip("pyspark")
@@ -37,31 +36,18 @@ def test_a_batch_read_sees_the_logical_topic_once_across_copies_and_re_sends(
     spark: Any, refcluster: RefCluster, center: ConfigCenter, namespace: str
 ) -> None:
     topic = f"sb-{uuid.uuid4().hex[:8]}"
-    for cluster in ("kafka-a", "kafka-b"):
-        create_topic(refcluster.cluster_spec(cluster), topic, 2)
-    before = [f"a{i}" for i in range(80)]
-    produce_values(refcluster, namespace, topic, before)
-    replicated(refcluster, topic, len(before))
-    center.switch("orders", "kafka-b", reason="test")
-    after = [f"b{i}" for i in range(40)]
-    produce_values(refcluster, namespace, topic, after)
-    # Twins as a producer's re-send after a switch makes them: records of the copy written
-    # again, identity and all, to the topic itself.
-    b = refcluster.cluster_spec("kafka-b")
-    twins = read_all(b, f"kafka-a.{topic}", 0)[:20]
-    produce_all(raw_producer(b), [{"topic": topic, "partition": 0, "key": m.key(), "value": m.value(),
-                                   "headers": m.headers()} for m in twins])  # fmt: skip
+    expected = logical_topic_with_twins(refcluster, center, namespace, topic, before=80, after=40, twins=20)
 
     read = spark.read.format("hotstandby").options(**options(refcluster, namespace, topic))
     rows = read.load().select("value", "topic", "cluster", "hs_id").collect()
     values = [r.value.decode() for r in rows]
-    assert sorted(values) == sorted(before + after), "the logical stream, each record once"
+    assert sorted(values) == sorted(expected), "the logical stream, each record once"
     assert {r.topic for r in rows} == {topic}, "copies carry the logical topic name"
     assert {r.cluster for r in rows} == {"kafka-b"}
     assert all(r.hs_id for r in rows)
 
     raw = read.option("hotstandby.dedupe", "false").load().count()
-    assert raw == len(before) + len(after) + len(twins), "without dedupe every twin counts"
+    assert raw == len(expected) + 20, "without dedupe every twin counts"
 
 
 def test_the_schema_is_spark_kafka_columns_plus_the_failover_columns(
