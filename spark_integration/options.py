@@ -55,7 +55,7 @@ from hotstandby.failover.client_options import parse_allowed
 from hotstandby.settings import Settings
 from hotstandby.spark_integration.offsets import read_positions
 
-__all__ = ["EARLIEST", "LATEST", "MessageIds", "SourceOptions", "parse_options"]
+__all__ = ["EARLIEST", "LATEST", "MessageIds", "SourceOptions", "keyword_value", "parse_options"]
 
 EARLIEST = "earliest"
 LATEST = "latest"
@@ -133,7 +133,7 @@ def _entries(text: str | None) -> int | None:
     return _count("maxEntriesPerTrigger", text)
 
 
-def _value(text: str) -> Any:
+def keyword_value(text: str) -> Any:
     """A ``pulsar.client.*`` / ``pulsar.reader.*`` option as the keyword argument it stands for."""
     lowered = text.strip().lower()
     if lowered in ("true", "false"):
@@ -328,8 +328,12 @@ def parse_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptio
         timestamp_skew_ms=_millis(raw, _HS + "timestamp.skew.ms", 5_000),
         poll_timeout_ms=_count("kafkaConsumer.pollTimeoutMs", raw.get("kafkaconsumer.polltimeoutms")) or 120_000,
         client={k[len("kafka.") :]: v for k, v in raw.items() if k.startswith("kafka.")},
-        pulsar_client={k[len("pulsar.client.") :]: _value(v) for k, v in raw.items() if k.startswith("pulsar.client.")},
-        pulsar_reader={k[len("pulsar.reader.") :]: _value(v) for k, v in raw.items() if k.startswith("pulsar.reader.")},
+        pulsar_client={
+            k[len("pulsar.client.") :]: keyword_value(v) for k, v in raw.items() if k.startswith("pulsar.client.")
+        },
+        pulsar_reader={
+            k[len("pulsar.reader.") :]: keyword_value(v) for k, v in raw.items() if k.startswith("pulsar.reader.")
+        },
         allowed_clusters=parse_allowed(raw.get(_HS + "clusters.allowed")),
     )
     if streaming:

@@ -7,7 +7,7 @@ made on first use in Spark's Python runner for the query, and executors connect 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -15,18 +15,22 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
+from hotstandby.errors import ConfigError
 from hotstandby.spark_integration.batch import plan_batch
 from hotstandby.spark_integration.cluster_plan import ReadsPartition
 from hotstandby.spark_integration.offsets import SourceOffset
 from hotstandby.spark_integration.options import SourceOptions, parse_options
+from hotstandby.spark_integration.sink import HotStandbyStreamWriter, HotStandbyWriter, check_columns
+from hotstandby.spark_integration.sink_options import SinkOptions, parse_sink_options
 from hotstandby.spark_integration.stream_planner import StreamPlanner
-from hotstandby.spark_integration.systems import route_kind, schema_ddl, system
+from hotstandby.spark_integration.systems import route_kind, schema_ddl, sink_writer, system
 
 __all__ = ["HotStandbyDataSource", "HotStandbyReader", "HotStandbyStreamReader"]
 
 
 class HotStandbyDataSource(DataSource):
-    """``spark.read.format("hotstandby")`` and ``spark.readStream.format("hotstandby")``."""
+    """``spark.read.format("hotstandby")``, ``spark.readStream.format("hotstandby")`` and the
+    sink, ``df.write.format("hotstandby")``, ``df.writeStream.format("hotstandby")``."""
 
     @classmethod
     def name(cls) -> str:
@@ -40,6 +44,23 @@ class HotStandbyDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> HotStandbyStreamReader:
         return HotStandbyStreamReader(parse_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> HotStandbyWriter:
+        return HotStandbyWriter(*_sink(self.options, schema, overwrite))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> HotStandbyStreamWriter:
+        return HotStandbyStreamWriter(*_sink(self.options, schema, overwrite))
+
+
+def _sink(options: Mapping[str, str], schema: StructType, overwrite: bool) -> tuple[SinkOptions, str]:
+    """The sink's options and the route's kind, the frame checked against it."""
+    if overwrite:
+        raise ConfigError("the hotstandby sink appends: a topic cannot be overwritten (use mode append)")
+    sink = parse_sink_options(options)
+    kind = route_kind(sink)
+    sink_writer(kind)  # refuses a kind the sink does not write
+    check_columns(kind, schema, sink)
+    return sink, kind
 
 
 def _partitions(tasks: Sequence[ReadsPartition]) -> list[InputPartition]:

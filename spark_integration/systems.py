@@ -14,13 +14,26 @@ from types import ModuleType
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigError
 from hotstandby.spark_integration.options import SourceOptions
+from hotstandby.spark_integration.sink_options import SinkOptions
 
-__all__ = ["SYSTEMS", "route_kind", "schema_ddl", "system"]
+__all__ = ["SINKS", "SYSTEMS", "route_kind", "schema_ddl", "sink_writer", "system"]
 
 SYSTEMS = {
     "kafka": "hotstandby.spark_integration.kafka_plan",
     "pulsar": "hotstandby.spark_integration.pulsar_plan",
 }
+
+#: The sink's writer of each kind: a module with ``write_rows(options, rows, session)``.
+SINKS = {
+    "kafka": "hotstandby.spark_integration.sink_kafka",
+    "pulsar": "hotstandby.spark_integration.sink_pulsar",
+}
+
+
+def sink_writer(kind: str) -> ModuleType:
+    if kind not in SINKS:
+        raise ConfigError(f"the Spark sink writes {' and '.join(SINKS)} routes, not {kind!r}")
+    return importlib.import_module(SINKS[kind])
 
 
 def system(kind: str) -> ModuleType:
@@ -29,7 +42,7 @@ def system(kind: str) -> ModuleType:
     return importlib.import_module(SYSTEMS[kind])
 
 
-def route_kind(options: SourceOptions) -> str:
+def route_kind(options: SourceOptions | SinkOptions) -> str:
     """The kind of the route's active cluster (read from the config center)."""
     with ConfigCenter.open(options.settings) as center:
         return center.cluster(center.route(options.route).active).kind

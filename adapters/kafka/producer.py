@@ -116,7 +116,7 @@ class Producer(ProducerExtras, RouteClient):
         self._closed = False
         self._follower = RouteFollower(self.options, "kafka", role="producer", center=center)
         self._lock = threading.RLock()
-        self._session = new_session()
+        self._session = self.options.producer_session or new_session()
         self._sequences: dict[tuple[str, int], int] = {}
         self._outbox: Outbox[tuple[str, int, int], _Record] = Outbox(
             self.options.replay_window_ms, self.options.replay_window_bytes

@@ -80,7 +80,7 @@ class Producer:
         self._lock = threading.RLock()
         self._send_lock = threading.Lock()
         self._delivered_cv = threading.Condition(self._lock)  # notified when nothing is pending
-        self._session = new_session()
+        self._session = options.producer_session or new_session()
         self._identity = IdentityText(self._session)
         self._sequences: dict[int, int] = {}
         self._outbox: Outbox[tuple[int, int], Message] = Outbox(options.replay_window_ms, options.replay_window_bytes)

@@ -6,6 +6,9 @@ a ledger per partition); after a switch it reads the new cluster from the earlie
 and skips what it returned already — nothing is skipped that it did not return, nothing is
 returned twice. Messages without an identity (not written by the SDK) are returned again.
 
+A reader that hears nothing for a while although the broker has messages left is replaced by
+one that starts after the last message read (:class:`~hotstandby.adapters.pulsar.stall_watch.StallWatch`).
+
 With ``reader_listener=``, the SDK reads (so the same holds) and calls
 ``listener(reader, message)`` on a thread of the reader's own
 (:class:`~hotstandby.adapters.pulsar.listener.MessageListener`); ``read_next`` then raises
@@ -22,8 +25,10 @@ from typing import TYPE_CHECKING, Any
 import pulsar
 
 from hotstandby.adapters.pulsar.adapter import identity_of
+from hotstandby.adapters.pulsar.client_switch import close_quietly
 from hotstandby.adapters.pulsar.handed import hand_out, stored_at
 from hotstandby.adapters.pulsar.listener import MessageListener
+from hotstandby.adapters.pulsar.stall_watch import StallWatch
 from hotstandby.adapters.pulsar.waits import as_pulsar_waits, slices_ms
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.ledger.ledger import PartitionLedger
@@ -49,6 +54,8 @@ class Reader:
         self._returned: dict[int, PartitionLedger] = {}  # identities returned, per partition
         self._closed = False
         self.skipped = 0
+        self._start: pulsar.MessageId | None = start_message_id  # where the current reader began
+        self._watch = StallWatch(topic, self._replace_stalled)
         self._inner = client.inner.create_reader(topic, start_message_id, **self._kwargs)
         self._listener = None if listener is None else MessageListener(self, listener, self._read_next, role="reader")
 
@@ -74,13 +81,17 @@ class Reader:
                 continue
             try:
                 msg = inner.read_next(wait_ms)
-            except (pulsar.Timeout, pulsar.AlreadyClosed):
+            except pulsar.Timeout:
+                self._watch.quiet(inner)
+                continue
+            except pulsar.AlreadyClosed:
                 continue
             with self._lock:
                 # Read just before the gate closed: returned (and remembered, so the new
                 # cluster's copy is skipped), whether the switch succeeds or fails.
                 if inner is not self._inner:
                     continue  # from a cluster we left: read again on the new one
+                self._watch.heard(msg.message_id())
                 rid = identity_of(msg)
                 if rid is not None:
                     returned = self._returned.setdefault(rid.partition, PartitionLedger())
@@ -100,6 +111,9 @@ class Reader:
         with self._lock:
             self._inner.seek(target)
             self._returned.clear()
+            # After a seek to a publish time, no message id says where a replacement would begin.
+            self._start = target if isinstance(target, pulsar.MessageId) else None
+            self._watch.watch(None)
 
     def is_connected(self) -> bool:
         return bool(self._inner.is_connected())
@@ -129,5 +143,23 @@ class Reader:
         def commit() -> None:
             with self._lock:
                 self._inner = new
+                self._start = pulsar.MessageId.earliest
+                self._watch.watch(None)
 
         return commit
+
+    def _replace_stalled(self, inner: pulsar.Reader, last: pulsar.MessageId | None) -> None:
+        """Called by the stall watch: ``inner`` has messages left but hands out none."""
+        with self._lock:
+            if self._closed or inner is not self._inner or self._gate.closed:
+                return
+            client, start = self._client.inner, (last if last is not None else self._start)
+        if start is None:
+            return
+        kwargs = self._kwargs if last is None else dict(self._kwargs, start_message_id_inclusive=False)
+        new = client.create_reader(self._topic, start, **kwargs)
+        with self._lock:
+            current = not self._closed and inner is self._inner and not self._gate.closed
+            if current:
+                self._inner = new
+        close_quietly(inner if current else new)

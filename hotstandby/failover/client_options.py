@@ -67,6 +67,18 @@ def _timeout_s(config: Mapping[str, Any], key: str) -> float | None:
     return millis / 1000
 
 
+def _session(value: object) -> bytes | None:
+    if value is None:
+        return None
+    try:
+        session = bytes.fromhex(value) if isinstance(value, str) else None
+    except ValueError:
+        session = None
+    if session is None or len(session) != 16:
+        raise ValidationError(PREFIX + "producer.session", f"expected 32 hex digits, got {value!r:.40}")
+    return session
+
+
 def parse_allowed(value: object) -> frozenset[str]:
     """``hotstandby.clusters.allowed``: cluster names, comma-separated (or a list)."""
     if value is None:
@@ -94,6 +106,10 @@ class ClientOptions:
     allowed_clusters: frozenset[str] = frozenset()
     #: Called with each switch event (on the client's event thread), or None.
     on_switch: OnSwitch | None = None
+    #: The producers' identity session (``hotstandby.producer.session``, 32 hex digits); None:
+    #: a random one per producer. A writer that writes the same records again in the same
+    #: order (the Spark sink's task) sets it, so that the copies carry the same identities.
+    producer_session: bytes | None = None
 
     def allows(self, cluster: str) -> bool:
         return not self.allowed_clusters or cluster in self.allowed_clusters
@@ -111,7 +127,7 @@ class ClientOptions:
             raise ValidationError(PREFIX + "route", "required: the route this client follows")
         known = {f"{PREFIX}{k}" for k in ("route", "etcd", "etcd.timeout.ms", "namespace", "client.id", "replay.window.ms",
                                           "replay.window.bytes", "drain.timeout.ms", "partitioner",
-                                          "timestamp.skew.ms", "clusters.allowed", "on_switch",
+                                          "timestamp.skew.ms", "clusters.allowed", "on_switch", "producer.session",
                                           *ETCD_SECURITY_KEYS)}  # fmt: skip
         unknown = sorted(k for k in config if k.startswith(PREFIX) and k not in known)
         if unknown:
@@ -135,6 +151,7 @@ class ClientOptions:
             timestamp_skew_ms=_int(config, PREFIX + "timestamp.skew.ms", 5_000),
             allowed_clusters=parse_allowed(config.get(PREFIX + "clusters.allowed")),
             on_switch=on_switch,
+            producer_session=_session(config.get(PREFIX + "producer.session")),
         )
         passthrough = {k: v for k, v in config.items() if not k.startswith(PREFIX)}
         return options, passthrough
