@@ -80,7 +80,7 @@ def _produce(rc: RefCluster, topic: str, records: int) -> None:
 KINDS = ("hotstandby", "spark_kafka", "raw", "jvm_filtered", "jvm_sql")
 
 
-def _spark_kafka_jars() -> str:
+def spark_kafka_jars() -> str:
     """Spark's Kafka source and what it needs beyond pyspark, resolved by Maven (once)."""
     folder = JarSet("spark-kafka").resolve(progress=lambda note: print(note, file=sys.stderr))
     return ",".join(str(jar) for jar in sorted(folder.glob("*.jar")))
@@ -102,7 +102,7 @@ def main() -> int:
 
     from hotstandby.spark_integration.local_session import local_session
 
-    jars = _spark_kafka_jars()
+    jars = spark_kafka_jars()
     with (
         tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp,
         reference_cluster(args.brokers, args.refcluster_dir) as rc,

@@ -43,7 +43,7 @@ TRIGGER = "1 second"
 PARTITIONS = 2
 
 
-class _Feed:
+class Feed:
     """The route's SDK producer at a steady rate, on a thread, until stopped."""
 
     def __init__(self, rc: RefCluster, route: str, topic: str) -> None:
@@ -84,7 +84,7 @@ class _Feed:
             close()
 
 
-def _prepare(rc: RefCluster, route: str) -> tuple[str, dict[str, str]]:
+def prepare(rc: RefCluster, route: str) -> tuple[str, dict[str, str]]:
     """A fresh topic on both clusters of ``route``, and the source's options for it."""
     name = f"sw-{uuid.uuid4().hex[:8]}"
     if route == "orders":
@@ -121,7 +121,7 @@ def main() -> int:
         tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp,
         reference_cluster(args.brokers, args.refcluster_dir) as rc,
     ):
-        topic, what = _prepare(rc, args.route)
+        topic, what = prepare(rc, args.route)
         arrived: list[tuple[float, int, frozenset[str]]] = []  # (when, batch id, clusters)
         lock = threading.Lock()
 
@@ -131,7 +131,7 @@ def main() -> int:
                 arrived.append((time.time(), batch_id, clusters))
 
         spark = local_session("hotstandby-bench-switch")
-        feed = _Feed(rc, args.route, topic)
+        feed = Feed(rc, args.route, topic)
         options = {"hotstandby.route": args.route, "hotstandby.etcd": f"127.0.0.1:{rc.ports.etcd}",
                    "hotstandby.namespace": rc.namespace, "hotstandby.group": f"sw-{uuid.uuid4().hex[:6]}",
                    "startingOffsets": "earliest", **what}  # fmt: skip

@@ -15,15 +15,19 @@ from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.errors import ConfigError
 from hotstandby.failover.ledger.staged import SwitchHints
 from hotstandby.failover.switch_protocol import SwitchPlan
+from hotstandby.logs import get_logger
 from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
 from hotstandby.spark_integration.kafka_cluster import KafkaCluster
 from hotstandby.spark_integration.kafka_read import ReadTask
 from hotstandby.spark_integration.offsets import SourceOffset
 from hotstandby.spark_integration.options import EARLIEST, LATEST, MessageIds, SourceOptions
-from hotstandby.spark_integration.planning import Range, Slot, batch_ranges, cap, plan_tasks
+from hotstandby.spark_integration.planning import Range, Slot, batch_ranges, cap, plan_tasks, rebuilt
 from hotstandby.spark_integration.schema import kafka_schema_ddl
 
 __all__ = ["KafkaPlan", "batch_tasks", "open_plan", "schema_ddl"]
+
+
+log = get_logger("hotstandby.spark")
 
 
 def _nested(flat: Mapping[Slot, int]) -> dict[str, dict[int, int]]:
@@ -89,6 +93,11 @@ class KafkaPlan:
         marks = self.cluster.watermarks(slots)
         begin = _flat(start.positions)
         starts = {s: marks[s][0] for s in slots if s not in begin}
+        reset = rebuilt(begin, marks)
+        if reset:
+            log.warning("spark.partitions_rebuilt", cluster=self.spec.name, epoch=start.epoch,
+                        partitions=sorted(f"{t}[{p}]" for t, p in reset))  # fmt: skip
+            starts.update(reset)
         latest = {s: high for s, (_, high) in marks.items()}
         if drain_to is not None:
             latest = {s: min(high, drain_to.get(s, high)) for s, high in latest.items()}

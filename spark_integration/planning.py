@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from hotstandby.spark_integration.offsets import SourceOffset
 
-__all__ = ["Range", "Slot", "Task", "batch_ranges", "cap", "plan_tasks"]
+__all__ = ["Range", "Slot", "Task", "batch_ranges", "cap", "plan_tasks", "rebuilt"]
 
 Slot = tuple[str, int]  # (physical topic, partition)
 
@@ -70,6 +70,13 @@ def batch_ranges(start: SourceOffset | None, end: SourceOffset) -> list[Range]:
             if stop > begin:
                 out.append(Range(topic, partition, begin, stop))
     return out
+
+
+def rebuilt(begin: Mapping[Slot, int], marks: Mapping[Slot, tuple[int, int]]) -> dict[Slot, int]:
+    """The partitions whose log ends before the position reached there — the cluster came back
+    empty, or lost a tail — with their first offset: read again from there (the ledger drops what
+    was emitted), since their offsets now name other records and nothing there may be skipped."""
+    return {slot: marks[slot][0] for slot, at in begin.items() if slot in marks and marks[slot][1] < at}
 
 
 def cap(begin: Mapping[Slot, int], latest: Mapping[Slot, int], limit: int | None) -> dict[Slot, int]:

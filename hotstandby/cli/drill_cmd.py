@@ -47,6 +47,9 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--spark-master", metavar="URL",
                    help="with --system spark: run the query on this Spark master (spark://HOST:PORT) instead of "
                         "local[2]; its executors must reach etcd and the brokers")  # fmt: skip
+    p.add_argument("--pipeline", action="store_true",
+                   help="with --system spark: the query writes what it reads, transformed, to a second topic "
+                        "through the hotstandby sink, and an SDK consumer counts what arrives there")  # fmt: skip
     p.add_argument("--switches", type=int, default=2, metavar="K", help="route flips, A->B->A... (default 2)")
     p.add_argument("--kill-primary", action="store_true",
                    help="SIGKILL the active broker before the first flip (restarted before any flip back: "
@@ -77,9 +80,10 @@ def drill(args: argparse.Namespace) -> int:
     if args.messages < 1 or args.switches < 0 or args.consumers < 1:
         print("hotstandby: error: --messages and --consumers must be >= 1, --switches >= 0", file=sys.stderr)
         return 2
-    if args.spark_master is not None and args.system != "spark":
-        print("hotstandby: error: --spark-master applies to --system spark only", file=sys.stderr)
-        return 2
+    for given, flag in ((args.spark_master is not None, "--spark-master"), (args.pipeline, "--pipeline")):
+        if given and args.system != "spark":
+            print(f"hotstandby: error: {flag} applies to --system spark only", file=sys.stderr)
+            return 2
     if args.route is not None and args.system not in ROUTES:
         print(f"hotstandby: error: --route applies to --system {' or '.join(ROUTES)} only: the kafka and pulsar "
               "drills have their own routes (orders, payments)", file=sys.stderr)  # fmt: skip
@@ -111,7 +115,7 @@ def drill(args: argparse.Namespace) -> int:
     options = DrillOptions(
         messages=args.messages, switches=args.switches, kill_primary=args.kill_primary,
         consumers=args.consumers, timeout_s=args.timeout, rate=args.rate, route=args.route,
-        spark_master=args.spark_master,
+        spark_master=args.spark_master, spark_pipeline=args.pipeline,
     )  # fmt: skip
     reports = []
     try:

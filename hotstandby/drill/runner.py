@@ -64,6 +64,8 @@ class DrillOptions:
     route: str | None = None
     # The Spark drill's query runs on this master (spark://HOST:PORT); None: local[2].
     spark_master: str | None = None
+    # The Spark drill's query writes through the hotstandby sink; an SDK consumer counts.
+    spark_pipeline: bool = False
     # The producer stops at each flip's share of the records until that flip is made, so every
     # phase is produced on its own cluster however long a flip takes to follow (Spark's).
     lockstep: bool = False

@@ -30,6 +30,9 @@ counts every row.
   checkpoint and the sink, in the temporary directory it names; removed after a clean run).
 * ``filtered`` and ``redelivered`` stay 0: the query's executors filter by its ledger, and
   the sink holds each batch once.
+* **With a pipeline** (``spark_pipeline``) the query writes to a second topic through the
+  ``hotstandby`` sink instead, and the route's system's consumer counts what arrives there
+  (:mod:`hotstandby.drill.spark_pipeline`).
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ from hotstandby.drill.runner import (
     new_run_id,
     run_drill,
 )
+from hotstandby.drill.spark_pipeline import Pipeline
 from hotstandby.drill.systems import ROUTES, feed_workload, route_system
 from hotstandby.errors import MissingDependencyError
 from hotstandby.failover.presence import list_clients
@@ -74,6 +78,7 @@ log = get_logger("hotstandby.drill")
 
 DEFAULT_ROUTE = next(iter(ROUTES["spark"]))
 PHASE = "one streaming query, foreachBatch sink"
+PIPELINE = "hotstandby source -> transformation -> hotstandby sink -> SDK consumer"
 MAX_OFFSETS_PER_TRIGGER = 2000  # Kafka routes: records per micro-batch
 # Seconds of producing between flips (without --rate): a micro-batch takes 1-2 s here, the first
 # on a new cluster up to 10 s; in 6 s phases (the other drills') the flips bunch up at the end.
@@ -151,7 +156,7 @@ def source_options(system: str, topic: str) -> dict[str, str]:
 class SparkWorkload:
     system = "spark"
 
-    def __init__(self, run: str, route: str = DEFAULT_ROUTE, master: str | None = None) -> None:
+    def __init__(self, run: str, route: str = DEFAULT_ROUTE, master: str | None = None, pipeline: bool = False) -> None:
         self.run = run
         self.master = master
         self.feed_system = route_system(self.system, route)
@@ -160,7 +165,8 @@ class SparkWorkload:
             raise DrillFailed(f"the {self.feed_system} drill produces on route {self.feed.route!r}, not {route!r}")
         self.route = route
         self.topic = self.feed.topic
-        self._phase = f"route {route} ({self.feed_system}), {PHASE}"
+        self.pipeline = Pipeline(self.feed_system, run) if pipeline else None
+        self._phase = f"route {route} ({self.feed_system}), {PIPELINE if pipeline else PHASE}"
         self.phase = self._phase
         self.group = f"drill-{run}"
         self._dir: Path | None = None
@@ -183,11 +189,15 @@ class SparkWorkload:
 
     def prepare(self, rc: RefCluster, ctx: DrillContext) -> None:
         self.feed.prepare(rc, ctx)
+        if self.pipeline is not None:
+            self.pipeline.prepare(rc, ctx)
         self._dir = Path(tempfile.mkdtemp(prefix=f"hotstandby-drill-spark-{self.run}-"))
         (self._dir / "sink").mkdir()
 
     def restarted(self, rc: RefCluster, broker: str) -> None:
         self.feed.restarted(rc, broker)
+        if self.pipeline is not None:
+            self.pipeline.restarted(rc, broker)
 
     # -- the job --------------------------------------------------------------------------
 
@@ -198,6 +208,8 @@ class SparkWorkload:
                 "--checkpoint", str(work / "checkpoint"), "--sink", str(work / "sink")]  # fmt: skip
         if self.master:
             argv += ["--master", self.master]
+        if self.pipeline is not None:
+            argv += self.pipeline.job_args()
         security = {k: v for k, v in ctx.etcd_config.items() if k != "hotstandby.etcd"}  # CA, user, password file
         for key, value in {**source_options(self.feed_system, self.topic), **security}.items():
             argv += ["--option", f"{key}={value}"]
@@ -269,10 +281,14 @@ class SparkWorkload:
         try:
             with self._lock:
                 self._job = self._start(ctx)
+            if self.pipeline is not None:
+                self.pipeline.start_consumer(ctx)
             with ConfigCenter.open(ctx.settings()) as center:
                 while not ctx.stop.is_set():
                     self._scan(ctx)
                     self._check_job()
+                    if self.pipeline is not None:
+                        self.pipeline.check()
                     resume_at = self._resume_at
                     if not ctx.producing.is_set() and resume_at is not None and self._following(center, resume_at):
                         log.info("drill.query_resumed", epoch=self._resume_at)
@@ -284,6 +300,8 @@ class SparkWorkload:
                 job, self._job, self._closed = self._job, None, True
             if job is not None:
                 job.stop()
+            if self.pipeline is not None:
+                self.pipeline.stop()
             self._scan(ctx)
             log.info(
                 "drill.spark_sink", files=len(self._files), rewritten=self.rewritten, changed_rows=self.changed_rows
@@ -338,6 +356,6 @@ def run(rc: RefCluster, options: DrillOptions, progress: Callable[[DrillProgress
     (default ``local[2]``)."""
     if importlib.util.find_spec("pyspark") is None:  # the job needs it; this process does not
         raise MissingDependencyError("the Spark drill needs pyspark (Python >= 3.11): pip install 'hotstandby[spark]'")
-    workload = SparkWorkload(new_run_id(), options.route or DEFAULT_ROUTE, options.spark_master)
+    workload = SparkWorkload(new_run_id(), options.route or DEFAULT_ROUTE, options.spark_master, options.spark_pipeline)
     options = replace(options, consumers=1, phase_s=max(options.phase_s, PHASE_S), lockstep=True)
     return run_drill(rc, options, workload, progress)

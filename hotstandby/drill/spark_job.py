@@ -16,6 +16,10 @@ restart overwrites its own file (an idempotent sink).
 default 2000) is what drills of older versions pass; still accepted, as this program is found
 through the installed package, which may be newer than the drill that starts it.
 
+``--write-topic T`` makes it a pipeline: the query's rows, their value parsed as a number and
+written back as text (a transformation on the way), go to topic ``T`` of the same route through
+the ``hotstandby`` sink instead of the files.
+
 It runs until SIGTERM or SIGINT (the query and the session are stopped; exit status 0) or
 until the query fails (exit status 1, the error on stderr). Nothing is printed on stdout: the
 job's output and that of Spark's JVM go to stderr.
@@ -58,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument("--topic", help="a Kafka route's topic: subscribe=TOPIC with --max-offsets (older drills)")
     p.add_argument("--max-offsets", type=int, default=2000, metavar="N", help="with --topic: maxOffsetsPerTrigger")
     p.add_argument("--master", help="a Spark master URL (spark://HOST:PORT); default local[2]")
+    p.add_argument("--write-topic", metavar="T", help="write to topic T of the route (the hotstandby sink)")
     return p
 
 
@@ -93,6 +98,16 @@ def _sink(directory: Path) -> Callable[[DataFrame, int], None]:
     return write
 
 
+def _pipeline(stream: DataFrame, args: argparse.Namespace, options: dict[str, str]) -> Any:
+    """The source's rows, transformed, to ``--write-topic`` through the hotstandby sink."""
+    key = "__key" if "__key" in stream.columns else "key"  # a Pulsar route's column, or Kafka's
+    shaped = stream.selectExpr("CAST(CAST(CAST(value AS STRING) AS BIGINT) AS STRING) AS value", key)
+    etcd = {k: v for k, v in options.items() if k.startswith("hotstandby.etcd")}  # TLS, credentials
+    return (shaped.writeStream.format(FORMAT).options(**etcd).option("hotstandby.route", args.route)
+            .option("hotstandby.etcd", args.etcd).option("hotstandby.namespace", args.namespace)
+            .option("topic", args.write_topic))  # fmt: skip
+
+
 def _report_progress(progress: Any, reported: Any) -> Any:
     """A line on stderr for each micro-batch: what a slow or stalled drill needs explained."""
     if progress is None or progress.batchId == reported or "addBatch" not in progress.durationMs:
@@ -113,20 +128,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = local_session("hotstandby-drill", master=args.master)
     failure = ""
     try:
-        query = (
+        options = source_options(args)
+        stream = (
             spark.readStream.format(FORMAT)
             .option("hotstandby.route", args.route)
             .option("hotstandby.etcd", args.etcd)
             .option("hotstandby.namespace", args.namespace)
             .option("hotstandby.group", args.group)
             .option("startingOffsets", "earliest")
-            .options(**source_options(args))
+            .options(**options)
             .load()
-            .writeStream.foreachBatch(_sink(args.sink))
-            .option("checkpointLocation", str(args.checkpoint))
-            .trigger(processingTime=TRIGGER)
-            .start()
         )
+        writer = stream.writeStream.foreachBatch(_sink(args.sink)) if args.write_topic is None else None
+        writer = writer or _pipeline(stream, args, options)
+        query = writer.option("checkpointLocation", str(args.checkpoint)).trigger(processingTime=TRIGGER).start()
         try:
             reported = None
             while not stop.is_set() and not failure:

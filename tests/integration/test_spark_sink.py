@@ -6,12 +6,15 @@ the hotstandby source reads each row once."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
@@ -57,6 +60,60 @@ def test_a_batch_written_twice_under_one_write_id_is_read_once(
     assert logical_values(spark, refcluster, namespace, name) == Counter({v: 2 for v in values}), (
         "another write id is another write"
     )
+
+
+def _stored(rc: RefCluster, cluster: str, logical: str, partitions: int) -> int:
+    consumer = Consumer({"bootstrap.servers": rc.url(cluster), "group.id": "__hs-test-reader"})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(logical, p), timeout=10)[1] for p in range(partitions))
+    finally:
+        consumer.close()
+
+
+def _paced(rows: Any) -> Any:
+    """The frame's rows in small steps, so that a write lasts long enough to be flipped under."""
+    for frame in rows:
+        for start in range(0, len(frame), 100):
+            time.sleep(0.2)  # 3000 rows a task: 6 s, longer than a switch on the lite cluster
+            yield frame.iloc[start : start + 100]
+
+
+@pytest.mark.real_tier_only  # where a switch's drain is shorter than the write (on Apache Kafka)
+def test_a_flip_during_a_write_moves_the_rest_of_it_and_loses_nothing(
+    spark: Any, refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    name = f"skf-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), name, 2)
+    values = [f"f{i}" for i in range(6000)]
+    df = spark.createDataFrame([(v,) for v in values], "value string").repartition(2)
+    paced = df.mapInPandas(_paced, df.schema)
+    flipped = threading.Event()
+
+    def flip_midway() -> None:
+        wait_for(lambda: _stored(refcluster, "kafka-a", name, 2) >= 1000, 120, "the write to begin on kafka-a")
+        center.switch("orders", "kafka-b", reason="test")
+        flipped.set()
+
+    flipper = threading.Thread(target=flip_midway, daemon=True)
+    flipper.start()
+    # Arrow batches of 100 rows: the sink gets the rows as the paced step yields them.
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "100")
+    try:
+        paced.write.format("hotstandby").options(**sink_options(refcluster, namespace, topic=name)).mode(
+            "append"
+        ).save()
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    flipper.join(30)
+    assert flipped.is_set(), "the route flipped during the write"
+    assert _stored(refcluster, "kafka-b", name, 2) > 0, "the rest of the write went to kafka-b"
+    seen = wait_for(
+        lambda: (got := logical_values(spark, refcluster, namespace, name)) == Counter(values) and got,
+        timeout=60,
+        what="every row once (kafka-a's part replicated to kafka-b)",
+    )
+    assert max(seen.values()) == 1
 
 
 def _commit_files(checkpoint: Path) -> list[Path]:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hotstandby.spark_integration.offsets import SourceOffset
-from hotstandby.spark_integration.planning import Range, Task, batch_ranges, cap, plan_tasks
+from hotstandby.spark_integration.planning import Range, Task, batch_ranges, cap, plan_tasks, rebuilt
 
 
 def logical_of(topic: str) -> str:
@@ -259,3 +259,11 @@ def test_splitting_preserves_the_offsets_covered(ranges: list[Range], min_partit
             bounds = [(p.ranges[0].start, p.ranges[0].end) for p in pieces]
             assert bounds[0][0] == task.ranges[0].start and bounds[-1][1] == task.ranges[0].end
             assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
+
+
+def test_a_partition_whose_log_ends_before_the_position_is_read_again_from_its_start() -> None:
+    begin = {("t", 0): 20, ("t", 1): 10, ("t", 2): 5}
+    marks = {("t", 0): (0, 15), ("t", 1): (0, 15), ("t", 2): (3, 5)}  # t[0]: a cluster back empty, now 15
+    assert rebuilt(begin, marks) == {("t", 0): 0}
+    assert rebuilt(begin, {("t", 1): (0, 9)}) == {("t", 1): 0}, "a lost tail"
+    assert rebuilt(begin, {}) == {}, "a partition not asked about"
