@@ -46,18 +46,21 @@ def write_rows(options: SinkOptions, rows: Iterator[Any], session: bytes) -> Tas
                 partition = fields.get("partition")
                 value, key = as_bytes(fields.get("value")), as_bytes(fields.get("key"))
                 headers = [(h["key"], as_bytes(h["value"])) for h in fields.get("headers") or ()]
+                full_until = None  # a queue that stays full as long as a flush may take: the task fails
                 while True:
                     try:
                         producer.produce(topic, value, key, -1 if partition is None else int(partition),
                                          on_delivery=delivered, headers=headers)  # fmt: skip
                         break
                     except BufferError:
+                        full_until = full_until or time.monotonic() + options.flush_timeout_ms / 1000
+                        if time.monotonic() > full_until:
+                            raise HotStandbyError(
+                                f"the producer's queue stayed full for {options.flush_timeout_ms} ms"
+                            ) from None
                         producer.poll(_FULL_QUEUE_WAIT_S)
                 written += 1
-            deadline = time.monotonic() + options.flush_timeout_ms / 1000
-            left = producer.flush(options.flush_timeout_ms / 1000)
-            while left and time.monotonic() < deadline:
-                left = producer.flush(max(deadline - time.monotonic(), 0.001))
+            left = producer.flush(options.flush_timeout_ms / 1000)  # across switches, within the timeout
             if left or failures:
                 raise HotStandbyError(
                     f"{left} of {written} records not acknowledged within {options.flush_timeout_ms} ms, "

@@ -91,7 +91,7 @@ class Reader:
                 # cluster's copy is skipped), whether the switch succeeds or fails.
                 if inner is not self._inner:
                     continue  # from a cluster we left: read again on the new one
-                self._watch.heard(msg.message_id())
+                self._watch.heard(msg)
                 rid = identity_of(msg)
                 if rid is not None:
                     returned = self._returned.setdefault(rid.partition, PartitionLedger())
@@ -113,7 +113,7 @@ class Reader:
             self._returned.clear()
             # After a seek to a publish time, no message id says where a replacement would begin.
             self._start = target if isinstance(target, pulsar.MessageId) else None
-            self._watch.watch(None)
+            self._watch.watch()
 
     def is_connected(self) -> bool:
         return bool(self._inner.is_connected())
@@ -144,7 +144,7 @@ class Reader:
             with self._lock:
                 self._inner = new
                 self._start = pulsar.MessageId.earliest
-                self._watch.watch(None)
+                self._watch.watch()
 
         return commit
 

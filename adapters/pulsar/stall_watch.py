@@ -29,8 +29,9 @@ QUIET_S = 10.0  # how long a reader may hear nothing before the broker is asked
 
 
 class StallWatch:
-    """Watches one reader at a time: ``heard`` after each message, ``quiet`` after each empty
-    read; ``replace(inner, last)`` is called (on the watch's thread) for a stalled ``inner``."""
+    """Watches one reader at a time: ``heard(msg)`` after each message (one attribute store: it
+    is on the read path), ``quiet`` after each empty read; ``replace(inner, last message id)`` is
+    called (on the watch's thread) for a stalled ``inner``."""
 
     def __init__(
         self,
@@ -45,30 +46,36 @@ class StallWatch:
         self._quiet_s = quiet_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._heard_at = clock()
-        self._last: pulsar.MessageId | None = None
+        self._last: Any = None  # the last message read from the watched reader
+        self._noted: Any = None  # the last message the quiet period was measured from
+        self._quiet_since = clock()
         self._checking = False
         self.replaced = 0
 
-    def watch(self, last: pulsar.MessageId | None) -> None:
-        """A new reader, positioned after ``last`` (None: at its own start)."""
+    def watch(self) -> None:
+        """A new reader (a switch, a seek): a quiet period starts, no message read from it yet."""
         with self._lock:
-            self._heard_at, self._last = self._clock(), last
+            self._last = self._noted = None
+            self._quiet_since = self._clock()
 
-    def heard(self, mid: pulsar.MessageId) -> None:
-        self._heard_at, self._last = self._clock(), mid  # plain stores: the hot path takes no lock
+    def heard(self, msg: Any) -> None:
+        self._last = msg
 
     def quiet(self, inner: Any) -> None:
         """``inner`` gave nothing in a read: after ``quiet_s`` of that, check it once, in the background."""
-        if self._clock() - self._heard_at < self._quiet_s:
+        now, last = self._clock(), self._last
+        if last is not self._noted:  # read something since the last empty read
+            self._noted, self._quiet_since = last, now
+            return
+        if now - self._quiet_since < self._quiet_s:
             return
         with self._lock:
             if self._checking:
                 return
             self._checking = True
-            self._heard_at = self._clock()  # the next check after another quiet period
-            last = self._last
-        threading.Thread(target=self._check, args=(inner, last), daemon=True, name="hotstandby-reader-stall").start()
+            self._quiet_since = now  # the next check after another quiet period
+        last_id = None if last is None else last.message_id()
+        threading.Thread(target=self._check, args=(inner, last_id), daemon=True, name="hotstandby-reader-stall").start()
 
     def _check(self, inner: Any, last: pulsar.MessageId | None) -> None:
         try:

@@ -139,8 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             .options(**options)
             .load()
         )
-        writer = stream.writeStream.foreachBatch(_sink(args.sink)) if args.write_topic is None else None
-        writer = writer or _pipeline(stream, args, options)
+        if args.write_topic is None:
+            writer = stream.writeStream.foreachBatch(_sink(args.sink))
+        else:
+            writer = _pipeline(stream, args, options)
         query = writer.option("checkpointLocation", str(args.checkpoint)).trigger(processingTime=TRIGGER).start()
         try:
             reported = None

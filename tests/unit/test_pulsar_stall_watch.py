@@ -26,6 +26,14 @@ class FakeReader:
         return self.left
 
 
+class Msg:
+    def __init__(self, mid: pulsar.MessageId) -> None:
+        self.mid = mid
+
+    def message_id(self) -> pulsar.MessageId:
+        return self.mid
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 100.0
@@ -44,7 +52,8 @@ def test_a_reader_quiet_with_messages_left_is_replaced_after_the_last_message_re
     watch, replaced = watch_with(clock)
     inner = FakeReader(left=True)
     last = pulsar.MessageId(0, 7, 3, -1)
-    watch.heard(last)
+    watch.heard(Msg(last))
+    watch.quiet(inner)  # the first empty read after a message: the quiet period starts
     clock.now += 9.9
     watch.quiet(inner)
     assert inner.asked == 0, "not quiet long enough"
@@ -89,10 +98,12 @@ def test_a_message_heard_or_a_new_reader_starts_the_quiet_period_again() -> None
     watch, _ = watch_with(clock)
     inner = FakeReader(left=True)
     clock.now += 8
-    watch.heard(pulsar.MessageId(0, 1, 1, -1))
+    watch.heard(Msg(pulsar.MessageId(0, 1, 1, -1)))
+    clock.now += 8
+    watch.quiet(inner)  # a message came since: the quiet period starts here
     clock.now += 8
     watch.quiet(inner)
-    watch.watch(None)
+    watch.watch()
     clock.now += 8
     watch.quiet(inner)
     assert inner.asked == 0
