@@ -9,6 +9,7 @@ collide, docs/refcluster.md), so consumers in separate processes cannot be drill
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 import time
@@ -19,8 +20,9 @@ from typing import Any
 import pulsar
 
 from hotstandby.adapters.pulsar import Client
+from hotstandby.adapters.pulsar.client_settings import client_kwargs
 from hotstandby.adapters.pulsar.consumer import Consumer
-from hotstandby.configcenter import ConfigCenter
+from hotstandby.configcenter import ConfigCenter, polling
 from hotstandby.drill.report import DrillReport
 from hotstandby.drill.runner import DrillContext, DrillOptions, DrillProgress, new_run_id, run_drill
 from hotstandby.logs import get_logger
@@ -33,6 +35,20 @@ log = get_logger("hotstandby.drill")
 ROUTE = "payments"
 NACK_SHARE = 0.02  # of the messages received, negatively acknowledged (they come again)
 MAX_ACK_DELAY_S = 0.2  # a message is acknowledged after a random delay up to this
+TOPIC_LOAD_S = 60.0  # a restarted broker serves the drill's topic again within this
+
+
+def _serves(client: pulsar.Client, topic: str) -> bool:
+    """Whether the broker answers for ``topic``: a reader's question loads it."""
+    try:
+        reader = client.create_reader(topic, pulsar.MessageId.latest)
+        try:
+            reader.has_message_available()
+        finally:
+            reader.close()
+    except pulsar.PulsarException:
+        return False
+    return True
 
 
 class PulsarWorkload:
@@ -77,7 +93,20 @@ class PulsarWorkload:
                 center.register_topic(cluster, self.topic)
 
     def restarted(self, rc: RefCluster, broker: str) -> None:
-        """pulsar-lite keeps its data across a restart: nothing to provision."""
+        """Both Pulsar flavours keep their data across a restart: nothing to provision. As an
+        SRE checks a cluster before failing back to it, wait until ``broker`` serves the topic
+        again: Apache Pulsar loads a topic on its first use after a crash (seconds, recovering
+        its ledgers), which a flip back would otherwise count as the clients' switch time."""
+        spec = rc.cluster_spec(broker)
+        quiet = pulsar.FileLogger(pulsar.LoggerLevel.Error, "/dev/stderr")
+        client = pulsar.Client(spec.url, **client_kwargs(spec, {"operation_timeout_seconds": 10, "logger": quiet}))
+        try:
+            if not polling.wait_until(
+                functools.partial(_serves, client, self.topic), TOPIC_LOAD_S, first=0.2, most=1.0
+            ):
+                log.warning("drill.topic_not_served", broker=broker, topic=self.topic, waited_s=TOPIC_LOAD_S)
+        finally:
+            client.close()
 
     def before_flip(self, k: int, ctx: DrillContext) -> None:
         """Nothing to do: the clients follow the flip by themselves."""

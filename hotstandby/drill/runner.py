@@ -363,7 +363,10 @@ def _restart(rc: RefCluster, workload: Workload, broker: str, ctx: DrillContext)
     ctx.restarting.set()
     try:
         waited = rc.restart(broker)
+        began = time.monotonic()
         workload.restarted(rc, broker)
     finally:
         ctx.restarting.clear()
-    log.info("drill.restarted", broker=broker, waited_s=round(waited, 2))
+    log.info(
+        "drill.restarted", broker=broker, waited_s=round(waited, 2), provisioned_s=round(time.monotonic() - began, 2)
+    )
