@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer as RawConsumer
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka.client_logs import with_logger
 from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
@@ -55,6 +56,7 @@ class KafkaCluster:
         self.spec = spec
         self._options = options
         self._consumer: RawConsumer | None = None
+        self._admin: AdminClient | None = None
 
     @property
     def consumer(self) -> RawConsumer:
@@ -91,6 +93,31 @@ class KafkaCluster:
             if found is None or found.error is not None:
                 continue
             out.extend((topic, p) for p in sorted(found.partitions) if self._options.wants_partition(logical, p))
+        return out
+
+    def topic_ids(self, topics: Iterable[str]) -> dict[str, str]:
+        """Each topic's id (Kafka's topic UUID, as text): a topic deleted and created again, or
+        a cluster rebuilt, has a new one, and offsets taken on the old one name other records.
+        Topics the cluster does not have are left out; raises KafkaException when it does not
+        answer."""
+        wanted = sorted(set(topics))
+        if not wanted:
+            return {}
+        if self._admin is None:
+            config = {**self.spec.client_config("admin"), **self._options.client, "bootstrap.servers": self.spec.url}
+            self._admin = AdminClient(with_logger(config))
+        futures = self._admin.describe_topics(TopicCollection(wanted), request_timeout=_TIMEOUT_S)
+        out: dict[str, str] = {}
+        for topic, future in futures.items():
+            try:
+                out[topic] = str(future.result(timeout=_TIMEOUT_S * 2).topic_id)
+            except KafkaException as e:
+                if e.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    raise
+            except TimeoutError:
+                raise KafkaException(
+                    KafkaError(KafkaError._TIMED_OUT, f"describing {topic} on {self.spec.name}")
+                ) from None
         return out
 
     def watermarks(self, slots: Iterable[Slot]) -> dict[Slot, tuple[int, int]]:
@@ -153,3 +180,4 @@ class KafkaCluster:
             with contextlib.suppress(KafkaException, RuntimeError):  # a cluster we left may be gone
                 self._consumer.close()
             self._consumer = None
+        self._admin = None

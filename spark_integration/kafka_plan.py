@@ -21,7 +21,7 @@ from hotstandby.spark_integration.kafka_cluster import KafkaCluster
 from hotstandby.spark_integration.kafka_read import ReadTask
 from hotstandby.spark_integration.offsets import SourceOffset
 from hotstandby.spark_integration.options import EARLIEST, LATEST, MessageIds, SourceOptions
-from hotstandby.spark_integration.planning import Range, Slot, batch_ranges, cap, plan_tasks, rebuilt
+from hotstandby.spark_integration.planning import Range, Slot, batch_ranges, cap, plan_tasks, rebuilt, recreated
 from hotstandby.spark_integration.schema import kafka_schema_ddl
 
 __all__ = ["KafkaPlan", "batch_tasks", "open_plan", "schema_ddl"]
@@ -63,6 +63,7 @@ class KafkaPlan:
         self.spec = cluster.spec
         self._options = options
         self._context = context
+        self._ids_checked = False
 
     def _topics(self) -> dict[str, str]:
         return self.cluster.topics(self._context.clusters(), self._context.links())
@@ -85,15 +86,17 @@ class KafkaPlan:
             for (topic, p), (low, high) in marks.items():
                 wanted = given.get(topics[topic], {}).get(p, given.get(topic, {}).get(p, -1))
                 positions[(topic, p)] = low if wanted == -2 else high if wanted == -1 else wanted
-        return SourceOffset(route, epoch, self.spec.name, _nested(positions), topics)
+        return SourceOffset(route, epoch, self.spec.name, _nested(positions), topics,
+                            topic_ids=cluster.topic_ids(topics))  # fmt: skip
 
     def next(self, start: SourceOffset, drain_to: Any, limit: int | None) -> SourceOffset:
         topics = self._topics()
         slots = self.cluster.slots(topics)
         marks = self.cluster.watermarks(slots)
+        ids = self._ids(start, topics)
         begin = _flat(start.positions)
         starts = {s: marks[s][0] for s in slots if s not in begin}
-        reset = rebuilt(begin, marks)
+        reset = {**rebuilt(begin, marks), **recreated(begin, marks, start.topic_ids, ids)}
         if reset:
             log.warning("spark.partitions_rebuilt", cluster=self.spec.name, epoch=start.epoch,
                         partitions=sorted(f"{t}[{p}]" for t, p in reset))  # fmt: skip
@@ -102,10 +105,21 @@ class KafkaPlan:
         if drain_to is not None:
             latest = {s: min(high, drain_to.get(s, high)) for s, high in latest.items()}
         ends = cap({**begin, **starts}, latest, limit)
-        if all(ends[s] <= begin.get(s, starts.get(s, 0)) for s in ends) and not starts:
+        if all(ends[s] <= begin.get(s, starts.get(s, 0)) for s in ends) and not starts and ids == start.topic_ids:
             return start
         logical = {**start.logical, **{t: lg for t, lg in topics.items() if t != lg}}
-        return SourceOffset(start.route, start.epoch, start.cluster, _nested(ends), logical, _nested(starts))
+        return SourceOffset(start.route, start.epoch, start.cluster, _nested(ends), logical, _nested(starts),
+                            topic_ids=ids)  # fmt: skip
+
+    def _ids(self, start: SourceOffset, topics: Mapping[str, str]) -> dict[str, str]:
+        """The topics' ids: asked of the cluster once per planner (a query restarted from its
+        checkpoint checks that its topics are the ones its offsets were taken on) and for
+        topics the offset does not name yet; carried over otherwise."""
+        known = {t: i for t, i in start.topic_ids.items() if t in topics}
+        if self._ids_checked and known.keys() == topics.keys():
+            return known
+        self._ids_checked = True
+        return {**known, **self.cluster.topic_ids(topics)}
 
     def drain_target(self, planned: SourceOffset) -> dict[Slot, int]:
         return {s: high for s, (_, high) in self.cluster.watermarks(_flat(planned.positions)).items()}
@@ -118,16 +132,26 @@ class KafkaPlan:
         topics = self.cluster.topics(plan.target.clusters, plan.links)
         slots = self.cluster.slots(topics)
         positions = _flat(planned.positions) if planned is not None else {}
+        ids = self.cluster.topic_ids(topics)
+        self._ids_checked = True
         if planned is not None and plan.destination.name == planned.cluster:
+            # Back on the cluster the positions were taken on, after flips away: they hold
+            # unless a topic there was created again meanwhile (the cluster rebuilt empty).
             marks = self.cluster.watermarks(slots)
-            starts = {s: positions.get(s, marks[s][0]) for s in slots}
-            strategies: Counter[str] = Counter({"same-cluster": len(slots)})
+            again = recreated(positions, marks, planned.topic_ids, ids)
+            if again:
+                log.warning("spark.topics_recreated", cluster=self.spec.name, epoch=planned.epoch,
+                            partitions=sorted(f"{t}[{p}]" for t, p in again))  # fmt: skip
+            starts = {s: again.get(s, positions.get(s, marks[s][0])) for s in slots}
+            strategies: Counter[str] = Counter({"same-cluster": len(slots) - len(again)})
+            if again:
+                strategies["recreated"] = len(again)
         else:
             previous = Visit(cluster=plan.source.name, positions=positions, timestamps=_flat(hints.timestamps))
             starts, strategies = self.cluster.start_positions(previous, topics, slots, plan.links)
         logical = {t: lg for t, lg in topics.items() if t != lg}
         offset = SourceOffset(plan.target.name, plan.target.epoch, self.spec.name, _nested(starts), logical,
-                              _nested(starts))  # fmt: skip
+                              _nested(starts), topic_ids=ids)  # fmt: skip
         return Arrival(self, offset, dict(strategies), plan.source.name, plan.current.epoch)
 
     def crossing(self, start: SourceOffset, arrival: Arrival, limit: int | None) -> SourceOffset:
@@ -137,7 +161,7 @@ class KafkaPlan:
         switch: dict[str, Any] = {"from": arrival.came_from, "from_epoch": arrival.came_from_epoch,
                                   "strategies": dict(sorted(arrival.strategies.items()))}  # fmt: skip
         return SourceOffset(start.route, arrival.epoch, self.spec.name, _nested(ends), dict(arrival.starts.logical),
-                            arrival.starts.starts, switch)  # fmt: skip
+                            arrival.starts.starts, switch, topic_ids=arrival.starts.topic_ids)  # fmt: skip
 
     def tasks(self, start: SourceOffset, end: SourceOffset, batch: str) -> list[ReadsPartition]:
         tasks = plan_tasks(batch_ranges(start, end), end.logical_of, self._options.min_partitions)

@@ -14,7 +14,9 @@ strings, so :meth:`SourceOffset.to_dict` always writes the same keys in the same
 is where the batch ending at this offset begins for the partitions the previous offset does
 not cover — new partitions, or every partition of the cluster a switch moved to (then
 ``switch`` says which strategies chose those starts). So a batch's ranges follow from its two
-offsets alone, and a replayed batch reads exactly what the first attempt read.
+offsets alone, and a replayed batch reads exactly what the first attempt read. On Kafka,
+``topic_ids`` keeps each physical topic's id, so that offsets taken on a topic since created
+again (a cluster rebuilt empty) are never used on the new one.
 """
 
 from __future__ import annotations
@@ -71,6 +73,13 @@ def _read_ids(doc: Mapping[str, Any], key: str) -> dict[str, str]:
     return {str(k): v for k, v in value.items()}
 
 
+def _read_topic_ids(doc: Mapping[str, Any]) -> dict[str, str]:
+    value = doc.get("topic_ids", {})
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ValidationError(_WHAT, "'topic_ids' must map topics to topic ids")
+    return {str(k): v for k, v in value.items()}
+
+
 @dataclass(frozen=True)
 class SourceOffset:
     """One end of a micro-batch (see the module docs)."""
@@ -86,6 +95,9 @@ class SourceOffset:
     #: "" before the first message); ``starts_ids``: where a batch begins after a switch.
     ids: Mapping[str, str] = field(default_factory=dict)
     starts_ids: Mapping[str, str] = field(default_factory=dict)
+    #: Kafka: each physical topic's id when its positions were taken (a topic created again,
+    #: or a cluster rebuilt, has a new id; its offsets then name other records).
+    topic_ids: Mapping[str, str] = field(default_factory=dict)
 
     def logical_of(self, physical: str) -> str:
         return self.logical.get(physical, physical)
@@ -107,6 +119,8 @@ class SourceOffset:
             out["ids"] = {t: self.ids[t] for t in sorted(self.ids)}
         if self.starts_ids:
             out["starts_ids"] = {t: self.starts_ids[t] for t in sorted(self.starts_ids)}
+        if self.topic_ids:
+            out["topic_ids"] = {t: self.topic_ids[t] for t in sorted(self.topic_ids)}
         if self.switch:
             out["switch"] = dict(self.switch)
         return out
@@ -134,4 +148,5 @@ class SourceOffset:
             switch=switch,
             ids=_read_ids(doc, "ids"),
             starts_ids=_read_ids(doc, "starts_ids"),
+            topic_ids=_read_topic_ids(doc),
         )

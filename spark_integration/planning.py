@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from hotstandby.spark_integration.offsets import SourceOffset
 
-__all__ = ["Range", "Slot", "Task", "batch_ranges", "cap", "plan_tasks", "rebuilt"]
+__all__ = ["Range", "Slot", "Task", "batch_ranges", "cap", "plan_tasks", "rebuilt", "recreated"]
 
 Slot = tuple[str, int]  # (physical topic, partition)
 
@@ -77,6 +77,20 @@ def rebuilt(begin: Mapping[Slot, int], marks: Mapping[Slot, tuple[int, int]]) ->
     empty, or lost a tail — with their first offset: read again from there (the ledger drops what
     was emitted), since their offsets now name other records and nothing there may be skipped."""
     return {slot: marks[slot][0] for slot, at in begin.items() if slot in marks and marks[slot][1] < at}
+
+
+def recreated(
+    begin: Mapping[Slot, int], marks: Mapping[Slot, tuple[int, int]], before: Mapping[str, str], now: Mapping[str, str]
+) -> dict[Slot, int]:
+    """The partitions of topics whose id changed since ``begin`` was taken (``before``; a topic
+    not named there is not judged), with their first offset: the topic was created again, so its
+    offsets now name other records; read it again from its start (the ledger drops what was
+    emitted)."""
+    return {
+        slot: marks[slot][0]
+        for slot in begin
+        if slot in marks and slot[0] in before and slot[0] in now and before[slot[0]] != now[slot[0]]
+    }
 
 
 def cap(begin: Mapping[Slot, int], latest: Mapping[Slot, int], limit: int | None) -> dict[Slot, int]:

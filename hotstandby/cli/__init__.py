@@ -9,8 +9,11 @@ stderr), 2 bad usage.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from types import FrameType
 
 from hotstandby import __version__
 from hotstandby.errors import HotStandbyError
@@ -49,6 +52,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hotstandby`` console script."""
     args = build_parser().parse_args(argv)
     configure(("warning", "info", "debug")[min(args.verbose, 2)])
+    # SIGTERM (``timeout``, a supervisor) exits through the commands' cleanup — a drill stops
+    # the Spark job and the reference cluster it started — not where the process stands.
+    own_signals = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if own_signals else None
     try:
         return int(args.func(args))
     except HotStandbyError as exc:
@@ -56,3 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    finally:
+        if own_signals:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _terminated(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)

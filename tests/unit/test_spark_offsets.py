@@ -129,6 +129,8 @@ GOOD: dict[str, Any] = {"route": "r", "epoch": 1, "cluster": "c", "positions": {
         {**GOOD, "logical": {"t": 1}},
         {**GOOD, "logical": ["t"]},
         {**GOOD, "switch": "kafka-a"},
+        {**GOOD, "topic_ids": ["t"]},
+        {**GOOD, "topic_ids": {"t": 5}},
     ],
 )
 def test_malformed_documents_are_refused(doc: Any) -> None:
@@ -164,3 +166,11 @@ def test_pulsar_message_ids_round_trip_and_must_be_hex() -> None:
     assert SourceOffset.from_dict(json.loads(json.dumps(doc))) == offset
     with pytest.raises(ValidationError):
         SourceOffset.from_dict({**doc, "ids": {"t": "not hex"}})
+
+
+def test_topic_ids_come_back_from_the_checkpoint_and_are_written_only_when_known() -> None:
+    offset = SourceOffset("r", 2, "kafka-a", {"t": {0: 5}}, topic_ids={"t": "AaIcqjIbd4Cje6BBr75kUw"})
+    doc = json.loads(json.dumps(offset.to_dict()))
+    assert doc["topic_ids"] == {"t": "AaIcqjIbd4Cje6BBr75kUw"}
+    assert SourceOffset.from_dict(doc) == offset
+    assert "topic_ids" not in SourceOffset("r", 2, "kafka-a", {"t": {0: 5}}).to_dict(), "a checkpoint of before"

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hotstandby.spark_integration.offsets import SourceOffset
-from hotstandby.spark_integration.planning import Range, Task, batch_ranges, cap, plan_tasks, rebuilt
+from hotstandby.spark_integration.planning import Range, Task, batch_ranges, cap, plan_tasks, rebuilt, recreated
 
 
 def logical_of(topic: str) -> str:
@@ -267,3 +267,13 @@ def test_a_partition_whose_log_ends_before_the_position_is_read_again_from_its_s
     assert rebuilt(begin, marks) == {("t", 0): 0}
     assert rebuilt(begin, {("t", 1): (0, 9)}) == {("t", 1): 0}, "a lost tail"
     assert rebuilt(begin, {}) == {}, "a partition not asked about"
+
+
+def test_a_topic_created_again_is_read_again_from_its_start_whatever_its_log_holds() -> None:
+    begin = {("t", 0): 20, ("t", 1): 10, ("u", 0): 7, ("v", 0): 3}
+    marks = {("t", 0): (0, 40), ("t", 1): (2, 40), ("u", 0): (0, 9), ("v", 0): (0, 9)}
+    before = {"t": "id-1", "u": "id-2"}
+    now = {"t": "id-3", "u": "id-2", "v": "id-4"}  # t created again and grown past 20; v unknown before
+    assert recreated(begin, marks, before, now) == {("t", 0): 0, ("t", 1): 2}
+    assert recreated(begin, marks, {}, now) == {}, "a checkpoint without ids is not judged"
+    assert recreated(begin, marks, before, {"u": "id-2"}) == {}, "a topic the cluster did not describe"
