@@ -1,13 +1,16 @@
 """Spark switch latency: route flip in etcd -> the first micro-batch with records of the new
 cluster in the sink, for a streaming query of the hotstandby source with a one-second trigger.
 
-    python bench/spark_switch.py [--route orders|payments] [--flips K] [--brokers lite|apache]
-                                 [--refcluster-dir DIR] [--json]
+    python bench/spark_switch.py [--route orders|payments] [--flips K] [--kill-primary]
+                                 [--brokers lite|apache] [--refcluster-dir DIR] [--json]
 
 An SDK producer writes 200 records/s to the route (it follows the flips); the query reads them
 (``foreachBatch``, in this process, notes when each batch reaches the sink and which clusters its
-rows came from). Every ``--interval`` seconds the route flips. Per flip it reports, from Spark's
-own progress reports:
+rows came from). Once the query has settled (``WARM_BATCHES`` batches with records in the
+sink), the route flips every ``--interval`` seconds. With ``--kill-primary`` each flip follows a
+SIGKILL of the active broker, which is restarted once the query reads the new cluster (empty on
+the lite Kafka cluster: the topic is created again there). Per flip it reports, from Spark's own
+progress reports:
 
 * ``latency_s`` — flip to the first batch in the sink that holds a record of the new cluster;
 * ``waiting_s`` — flip to the start of the trigger that planned that batch (the batches still
@@ -41,6 +44,7 @@ from hotstandby.refcluster import RefCluster
 RATE = 200
 TRIGGER = "1 second"
 PARTITIONS = 2
+WARM_BATCHES = 8  # a new query's first batches are slow (Python workers start): not a flip's cost
 
 
 class Feed:
@@ -84,15 +88,19 @@ class Feed:
             close()
 
 
+def create_topic(rc: RefCluster, cluster: str, name: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": rc.cluster_spec(cluster).url})
+    admin.create_topics([NewTopic(name, num_partitions=PARTITIONS, replication_factor=1)])[name].result(15)
+
+
 def prepare(rc: RefCluster, route: str) -> tuple[str, dict[str, str]]:
     """A fresh topic on both clusters of ``route``, and the source's options for it."""
     name = f"sw-{uuid.uuid4().hex[:8]}"
     if route == "orders":
-        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
         for cluster in ("kafka-a", "kafka-b"):
-            admin = AdminClient({"bootstrap.servers": rc.cluster_spec(cluster).url})
-            admin.create_topics([NewTopic(name, num_partitions=PARTITIONS, replication_factor=1)])[name].result(15)
+            create_topic(rc, cluster, name)
         return name, {"subscribe": name}
     topic = f"persistent://public/default/{name}"
     with ConfigCenter.open(rc.settings()) as center:
@@ -110,6 +118,7 @@ def main() -> int:
     parser.add_argument("--route", choices=("orders", "payments"), default="orders")
     parser.add_argument("--flips", type=int, default=6)
     parser.add_argument("--interval", type=float, default=15.0, help="seconds between flips")
+    parser.add_argument("--kill-primary", action="store_true", help="SIGKILL the active broker before each flip")
     parser.add_argument("--json", action="store_true")
     add_cluster_options(parser)
     args = parser.parse_args()
@@ -140,10 +149,17 @@ def main() -> int:
         feed.thread.start()
         try:
             with ConfigCenter.open(rc.settings()) as center:
-                time.sleep(args.interval)  # the query's first batches and the producer settle
+                settle_deadline = time.time() + 300
+                while time.time() < settle_deadline:
+                    with lock:
+                        if sum(1 for a in arrived if a[2]) >= WARM_BATCHES:
+                            break
+                    time.sleep(0.2)
                 for k in range(args.flips):
                     now = center.route(args.route)
                     target = next(c for c in now.clusters if c != now.active)
+                    if args.kill_primary:
+                        rc.kill(now.active)
                     flipped = time.time()
                     center.switch(args.route, target, reason="bench")
                     deadline = flipped + 120
@@ -157,6 +173,10 @@ def main() -> int:
                     if first is None:
                         raise RuntimeError(f"no batch from {target} within 120 s of flip {k + 1}")
                     flips.append({"to": target, "at": flipped, "arrived": first[0], "batch": first[1]})
+                    if args.kill_primary:
+                        rc.restart(now.active)
+                        if args.route == "orders" and rc.brokers == "lite":
+                            create_topic(rc, now.active, topic)  # Tansu came back empty
                     time.sleep(max(0.0, flipped + args.interval - time.time()))
                 progress = {p["batchId"]: p for p in (json.loads(q.json) for q in query.recentProgress)}
         finally:
@@ -175,7 +195,7 @@ def main() -> int:
                        reading_s=round(durations.get("addBatch", 0) / 1000, 2))  # fmt: skip
         rows.append(row)
     latencies = sorted(r["latency_s"] for r in rows)
-    result = {"route": args.route, "brokers": rc.brokers, "trigger": TRIGGER, "flips": rows,
+    result = {"route": args.route, "brokers": rc.brokers, "trigger": TRIGGER, "killed": args.kill_primary, "flips": rows,
               "p50_s": round(statistics.median(latencies), 2),
               "p99_s": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]}  # fmt: skip
     if args.json:

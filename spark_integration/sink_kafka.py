@@ -52,11 +52,11 @@ def write_rows(options: SinkOptions, rows: Iterator[Any], session: bytes) -> Tas
                         producer.produce(topic, value, key, -1 if partition is None else int(partition),
                                          on_delivery=delivered, headers=headers)  # fmt: skip
                         break
-                    except BufferError:
+                    except BufferError as refused:
                         full_until = full_until or time.monotonic() + options.flush_timeout_ms / 1000
                         if time.monotonic() > full_until:
                             raise HotStandbyError(
-                                f"the producer's queue stayed full for {options.flush_timeout_ms} ms"
+                                f"the producer took no record for {options.flush_timeout_ms} ms: {refused}"
                             ) from None
                         producer.poll(_FULL_QUEUE_WAIT_S)
                 written += 1

@@ -21,6 +21,8 @@ __all__ = ["METADATA_TIMEOUT_S", "PartitionCounts"]
 
 METADATA_TIMEOUT_S = 10.0
 _NOT_YET = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE})
+# The cluster does not answer: slow, restarting, or down until the route flips away from it.
+_UNANSWERED = frozenset({KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN})
 
 
 class PartitionCounts:
@@ -43,8 +45,9 @@ class PartitionCounts:
             try:
                 metadata = inner.list_topics(topic, timeout=METADATA_TIMEOUT_S).topics.get(topic)
             except KafkaException as exc:
-                if exc.args and exc.args[0].code() == KafkaError._TIMED_OUT:
-                    # A slow or restarting cluster: back-pressure, as when the queue is full.
+                if exc.args and exc.args[0].code() in _UNANSWERED:
+                    # Back-pressure, as when the queue is full: raw librdkafka would queue the
+                    # record until the cluster answers, and a flip moves this producer on.
                     raise BufferError(f"partition count of {topic!r} not known yet: {exc}") from None
                 raise
             if metadata is not None and metadata.error is None and metadata.partitions:

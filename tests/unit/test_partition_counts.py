@@ -50,3 +50,21 @@ def test_another_error_is_raised_at_once() -> None:
         PartitionCounts().get(cluster, "t")
     assert raised.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert cluster.asked == 1
+
+
+class Unanswered:
+    """A handle whose cluster does not answer metadata requests."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def list_topics(self, topic: str, timeout: float) -> Any:
+        raise KafkaException(KafkaError(self.code, "Failed to get metadata"))
+
+
+@pytest.mark.parametrize("code", [KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN])
+def test_a_cluster_that_does_not_answer_is_back_pressure_not_an_error(code: int) -> None:
+    """A killed broker: raw librdkafka would queue the record; the caller retries, and a flip
+    moves the producer to a cluster that answers."""
+    with pytest.raises(BufferError, match="not known yet"):
+        PartitionCounts().get(Unanswered(code), "t")
