@@ -67,9 +67,13 @@ class Feed:
             poll = lambda: producer.poll(0)  # noqa: E731
             close = producer.close
         else:
+            import pulsar
+
             from hotstandby.adapters.pulsar import Client
 
-            client = Client("payments", etcd=etcd, namespace=self.rc.namespace)
+            # pulsar-client logs to stdout without a logger of its own: the report goes there.
+            quiet = pulsar.FileLogger(pulsar.LoggerLevel.Error, "/dev/stderr")
+            client = Client("payments", etcd=etcd, namespace=self.rc.namespace, logger=quiet)
             pulsar_producer = client.create_producer(self.topic)
             send = lambda i: pulsar_producer.send_async(b"x" * 100, None)  # noqa: E731
             finish = pulsar_producer.flush

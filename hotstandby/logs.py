@@ -12,12 +12,16 @@ its own bound logger over its stdlib logger, and a call below the logger's level
 after one level check.
 
 Processes without a logging setup of their own (the CLI, the drill, the replicators) call
-:func:`configure` to print the events on stderr.
+:func:`configure` to print the events on stderr. Where the application cannot configure logging
+itself — the Python processes Spark starts for the data source and its tasks — the
+environment variable ``HOTSTANDBY_LOG_LEVEL`` (``debug``, ``info``, ``warning``, ``error``) does
+it: :func:`configure_from_env`.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Callable, MutableMapping
 from typing import Any
@@ -26,7 +30,8 @@ import structlog
 
 from hotstandby.secret_refs import REDACTED, has_userinfo, redact_value
 
-__all__ = ["REDACTED", "Event", "Seldom", "configure", "get_logger", "redact_secrets", "reset"]
+__all__ = ["LEVEL_ENV", "REDACTED", "Event", "Seldom", "configure", "configure_from_env", "get_logger",
+           "redact_secrets", "reset"]  # fmt: skip
 
 
 # Substrings of field names (or of client-config keys) whose values are never logged. Not all
@@ -151,6 +156,26 @@ def configure(level: str = "info", *, json: bool = False) -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.getLevelName(level.upper()))
     _configured.append(handler)
+
+
+#: The environment variable :func:`configure_from_env` reads.
+LEVEL_ENV = "HOTSTANDBY_LOG_LEVEL"
+_LEVELS = ("debug", "info", "warning", "error")
+
+
+def configure_from_env() -> bool:
+    """:func:`configure` at the level ``HOTSTANDBY_LOG_LEVEL`` names, if it is set and nothing
+    configured the events yet; whether it did. For processes the application does not start
+    itself (Spark's Python workers: ``spark.executorEnv.HOTSTANDBY_LOG_LEVEL``); an unknown
+    level prints warnings, and says so."""
+    wanted = os.environ.get(LEVEL_ENV, "").strip().lower()
+    if not wanted or _configured:
+        return False
+    configure(wanted if wanted in _LEVELS else "warning")
+    if wanted not in _LEVELS:
+        get_logger("hotstandby.logs").warning("logs.unknown_level", variable=LEVEL_ENV, value=wanted,
+                                              known=list(_LEVELS), using="warning")  # fmt: skip
+    return True
 
 
 def reset() -> None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import signal
@@ -68,7 +69,8 @@ from hotstandby.drill.spark_pipeline import Pipeline
 from hotstandby.drill.systems import ROUTES, feed_workload, route_system
 from hotstandby.errors import MissingDependencyError
 from hotstandby.failover.presence import list_clients
-from hotstandby.logs import get_logger
+from hotstandby.logs import LEVEL_ENV, get_logger
+from hotstandby.logs import ROOT as LOG_ROOT
 from hotstandby.refcluster import RefCluster
 from hotstandby.refcluster.processes import spawn, tail
 
@@ -111,7 +113,10 @@ class _Job:
 
     def __init__(self, argv: list[str], log_path: Path, cwd: Path) -> None:
         self.log_path = log_path
-        self.proc = spawn(argv, log_path=log_path, cwd=cwd)
+        env = dict(os.environ)
+        if logging.getLogger(LOG_ROOT).isEnabledFor(logging.INFO):  # the drill logs its events: so does the job
+            env[LEVEL_ENV] = "info"
+        self.proc = spawn(argv, log_path=log_path, cwd=cwd, env=env)
         log.info("drill.spark_job_started", pid=self.proc.pid, log=str(log_path))
 
     def exit_status(self) -> int | None:
