@@ -30,7 +30,7 @@ from hotstandby.spark_integration.planning import Range
 __all__ = ["STALL_S", "Replan", "Replans", "RouteMoved", "replan_task"]
 
 #: A task that gets no record for this long asks whether the route moved away from its cluster.
-STALL_S = 5.0
+STALL_S = 2.0  # a planned range is stored already: silence this long is a cluster gone, or stalled
 
 log = get_logger("hotstandby.spark")
 

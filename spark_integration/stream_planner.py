@@ -38,6 +38,7 @@ from hotstandby.errors import ConfigCenterUnavailable
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteFollower
 from hotstandby.failover.ledger.staged import StagedAcks, SwitchHints
+from hotstandby.failover.probe import probe_cluster
 from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import Seldom, get_logger
@@ -51,6 +52,7 @@ __all__ = ["PlanOpener", "StreamPlanner", "batch_name"]
 log = get_logger("hotstandby.spark")
 
 _GATE_WAIT_S = 30.0  # latestOffset waits this long for a running switch, then plans nothing
+_PROBE_TIMEOUT_S = 2.0  # per broker of the cluster left, before its drain
 
 #: ``opener(spec, options, context)``: the plan for a cluster of the route's kind.
 PlanOpener = Callable[[ClusterSpec, SourceOptions, PlanContext], ClusterPlan]
@@ -177,6 +179,12 @@ class StreamPlanner:
         with self._lock:
             cluster, planned = self._cluster, self._planned
         if planned is None or planned.cluster != cluster.spec.name:
+            return
+        # A cluster that does not answer (killed) would hold the switch for its client's
+        # operation timeout (Pulsar's 5 s per call) before the drain is skipped anyway.
+        answer = probe_cluster(plan.source, timeout=_PROBE_TIMEOUT_S)
+        if not answer.ok:
+            log.info("spark.drain_skipped", cluster=cluster.spec.name, error=answer.detail)
             return
         try:
             target = cluster.drain_target(planned)
