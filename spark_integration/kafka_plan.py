@@ -64,6 +64,7 @@ class KafkaPlan:
         self._options = options
         self._context = context
         self._ids_checked = False
+        self._first_tasks = True
 
     def _topics(self) -> dict[str, str]:
         return self.cluster.topics(self._context.clusters(), self._context.links())
@@ -165,7 +166,27 @@ class KafkaPlan:
 
     def tasks(self, start: SourceOffset, end: SourceOffset, batch: str) -> list[ReadsPartition]:
         tasks = plan_tasks(batch_ranges(start, end), end.logical_of, self._options.min_partitions)
-        return [ReadTask(self.spec, self._options, end.epoch, task, batch, i) for i, task in enumerate(tasks)]
+        gone = self._recreated_since(end) if self._first_tasks else set()
+        self._first_tasks = False
+        return [ReadTask(self.spec, self._options, end.epoch, task, batch, i,
+                         rebuilt=any(r.topic in gone for r in task.ranges)) for i, task in enumerate(tasks)]  # fmt: skip
+
+    def _recreated_since(self, end: SourceOffset) -> set[str]:
+        """The topics of ``end`` created again since it was planned. Asked for the first batch a
+        planner runs (after a driver restart, Spark runs the batch it had planned again; later
+        batches are planned here on ids just checked). A cluster that does not answer now is
+        left to the tasks (they move when the route does)."""
+        if not end.topic_ids:
+            return set()
+        try:
+            now = self.cluster.topic_ids(end.topic_ids)
+        except KafkaException as exc:
+            log.info("spark.topic_ids_unknown", cluster=self.spec.name, error=str(exc))
+            return set()
+        gone = {t for t, i in end.topic_ids.items() if now.get(t) != i}
+        if gone:
+            log.warning("spark.batch_records_gone", cluster=self.spec.name, epoch=end.epoch, topics=sorted(gone))
+        return gone
 
     def committed(self, end: SourceOffset) -> None:
         self.cluster.commit(end.positions)

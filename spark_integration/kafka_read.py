@@ -8,7 +8,11 @@ ledger when Spark commits the batch. A task that runs again reads the same range
 same ledger and stages the same value.
 
 A task whose cluster stops answering (or loses the records) after the route moved to another
-cluster reads its partitions there instead (:mod:`.replan`), so the query goes on.
+cluster reads its partitions there instead (:mod:`.replan`), so the query goes on. A task run
+again after its cluster lost the batch's records (a topic there created again, which the
+driver notices: ``rebuilt``) emits what its first run emitted, picked out of their copies on
+another cluster and put back in the first run's order, so writers that name rows by their
+position (the failover-aware sink) name each row as before.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import FormatError
 from hotstandby.failover.identity import HEADER, RecordId
+from hotstandby.failover.ledger.emission_order import EmissionOrder
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.staged import StagedPart
 from hotstandby.logs import get_logger
@@ -61,6 +66,7 @@ class ReadTask:
     task: Task
     batch: str | None = None  # streaming: the batch's name for staged acknowledgements
     part: int = 0
+    rebuilt: bool = False  # a topic of its ranges was created again since the batch was planned
 
     def read(self) -> Iterator[pa.RecordBatch]:
         return read_task(self)
@@ -162,6 +168,7 @@ class _TaskReader:
         self._dedupe = dedupe
         self._seen: set[RecordId] = set()  # what this task emitted, by identity
         self._timestamps: dict[str, dict[int, int]] = {}
+        self._order = EmissionOrder()
         self.filtered = 0
 
     @property
@@ -170,13 +177,15 @@ class _TaskReader:
 
     def emitted(self) -> StagedPart:
         """What the task emitted, to stage: identities and the last timestamp per partition."""
-        return StagedPart.of(self._task.logical, self._task.partition, self._seen, timestamps=self._timestamps)
+        return StagedPart.of(self._task.logical, self._task.partition, self._seen, timestamps=self._timestamps,
+                             order=self._order)  # fmt: skip
 
     def read(
         self, spec: ClusterSpec, epoch: int, ranges: tuple[Range, ...], gone: Callable[[], bool]
     ) -> Iterator[pa.RecordBatch]:
         opts, logical = self._options, self._task.logical
         dedupe, ledger, seen, headers_wanted = self._dedupe, self._ledger, self._seen, opts.include_headers
+        order = self._order
         buffer = RowBuffer(include_headers=headers_wanted, cluster=spec.name, epoch=epoch)
         consumer = RawConsumer(with_logger({**client_config(spec, opts), "group.id": _READ_GROUP,
                                             "enable.partition.eof": True}))  # fmt: skip
@@ -191,6 +200,7 @@ class _TaskReader:
                                 self.filtered += 1
                                 continue
                             seen.add(rid)
+                            order.add(rid)
                         kind, ts = stamp = msg.timestamp()
                         if kind:
                             last_ts = ts
@@ -205,25 +215,89 @@ class _TaskReader:
         if len(buffer):
             yield buffer.flush()
 
+    def reread(
+        self, spec: ClusterSpec, epoch: int, ranges: tuple[Range, ...], first: StagedPart
+    ) -> Iterator[pa.RecordBatch]:
+        """Emit again what an earlier run of the task emitted (``first``), picked out of
+        ``ranges`` on ``spec`` and put back in that run's order (see the module docs)."""
+        opts, wanted, seen = self._options, first.ledger, self._seen
+        total, order = len(wanted), first.order
+        found: list[tuple[tuple[int, int], int, Message]] = []
+        consumer = RawConsumer(with_logger({**client_config(spec, opts), "group.id": _READ_GROUP,
+                                            "enable.partition.eof": True}))  # fmt: skip
+        try:
+            for r in ranges:
+                if len(found) >= total:
+                    break
+                for batch in _records(consumer, opts, spec.name, r, lambda: False):
+                    for msg in batch:
+                        rid, _ = _identity(msg)
+                        if rid is None or rid in seen or not wanted.has(rid):
+                            self.filtered += 1
+                            continue
+                        seen.add(rid)
+                        at = None if order is None else order.position(rid)
+                        found.append(((0, at) if at is not None else (1, len(found)), r.partition, msg))
+                    if len(found) >= total:
+                        break
+        finally:
+            consumer.close()
+        if len(found) < total:
+            message = (f"{total - len(found)} of the {total} records an earlier run of this task emitted "
+                       f"({self._task.logical}[{self._task.partition}]) are not on {spec.name}")  # fmt: skip
+            if opts.fail_on_data_loss:
+                raise DataLossError(
+                    KafkaError(KafkaError._FAIL, f"data loss: {message} (failOnDataLoss=false to go on)")
+                )
+            log.warning("spark.data_lost", cluster=spec.name, topic=self._task.logical, partition=self._task.partition,
+                        missing=total - len(found))  # fmt: skip
+        if order is None:
+            log.warning("spark.replay_order_unknown", topic=self._task.logical, partition=self._task.partition)
+        found.sort(key=lambda item: item[0])
+        buffer = RowBuffer(include_headers=opts.include_headers, cluster=spec.name, epoch=epoch)
+        for _, partition, msg in found:
+            rid, raw_id = _identity(msg)
+            assert rid is not None
+            self._order.add(rid)
+            stamp = msg.timestamp()
+            if stamp[0]:
+                self._timestamps.setdefault(msg.topic() or "", {})[partition] = stamp[1]
+            buffer.add(msg.key(), msg.value(), self._task.logical, partition, msg.offset() or 0, stamp,
+                       _headers(msg) if opts.include_headers else None, raw_id)  # fmt: skip
+            if len(buffer) >= _ROWS_PER_BATCH:
+                yield buffer.flush()
+        if len(buffer):
+            yield buffer.flush()
+
 
 def read_task(rt: ReadTask) -> Iterator[pa.RecordBatch]:
     """Read ``rt`` (on an executor); see the module docs."""
     task = rt.task
-    place = TaskPlace(rt.options, rt.spec, rt.epoch, task.logical, task.partition, rt.batch, rt.part)
+    place = TaskPlace(rt.options, rt.spec, rt.epoch, task.logical, task.partition, rt.batch, rt.part, rt.rebuilt)
+
+    def replanned(
+        reader: _TaskReader, spec: ClusterSpec, plan: Replan, first: StagedPart | None
+    ) -> Iterator[pa.RecordBatch]:
+        if first is not None:
+            return reader.reread(spec, plan.epoch, plan.ranges, first)
+        return reader.read(spec, plan.epoch, plan.ranges, lambda: False)
+
     yield from run_task(
         place,
         lambda ledger, dedupe: _TaskReader(rt.options, task, ledger, dedupe=dedupe),
         lambda reader, moved: reader.read(rt.spec, rt.epoch, task.ranges, moved),
-        lambda center, replans: _replan(center, replans, rt),
-        lambda reader, spec, plan: reader.read(spec, plan.epoch, plan.ranges, lambda: False),
+        lambda center, replans, first: _replan(center, replans, rt, first),
+        replanned,
     )
 
 
-def _replan(center: ConfigCenter, replans: Replans, rt: ReadTask) -> Replan:
+def _replan(center: ConfigCenter, replans: Replans, rt: ReadTask, first: StagedPart | None) -> Replan:
     assert rt.batch is not None
-    plan = replan_task(center, rt.options, rt.spec.name, rt.task.logical, rt.task.ranges)
+    plan = replan_task(center, rt.options, rt.spec.name, rt.task.logical, rt.task.ranges, rebuilt=rt.rebuilt,
+                       from_beginning=first is not None)  # fmt: skip
     if plan is None:
-        raise KafkaException(KafkaError(KafkaError._TRANSPORT, f"{rt.spec.name} stopped answering"))
+        why = "lost the batch's records and the route has no other cluster" if rt.rebuilt else "stopped answering"
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, f"{rt.spec.name} {why}"))
     stored = replans.claim(rt.batch, rt.part, plan)
     log.warning("spark.task_replanned", batch=rt.batch, part=rt.part, came_from=rt.spec.name, cluster=stored.cluster,
                 epoch=stored.epoch, strategies=dict(stored.strategies))  # fmt: skip

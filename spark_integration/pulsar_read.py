@@ -188,7 +188,9 @@ def _replan(center: ConfigCenter, replans: Replans, task: PulsarReadTask) -> Rep
 def read_pulsar_task(task: PulsarReadTask) -> Iterator[pa.RecordBatch]:
     """Read ``task`` (on an executor); see the module docs."""
 
-    def replanned(reader: _PartitionReader, spec: ClusterSpec, plan: Replan) -> Iterator[pa.RecordBatch]:
+    def replanned(
+        reader: _PartitionReader, spec: ClusterSpec, plan: Replan, _first: StagedPart | None
+    ) -> Iterator[pa.RecordBatch]:
         for topic, start, end in plan.ids:
             if end:
                 yield from reader.read(spec, plan.epoch, topic, start, end, lambda: False)
@@ -198,6 +200,6 @@ def read_pulsar_task(task: PulsarReadTask) -> Iterator[pa.RecordBatch]:
         place,
         lambda ledger, dedupe: _PartitionReader(task, ledger, dedupe=dedupe),
         lambda reader, moved: reader.read(task.spec, task.epoch, task.topic, task.start, task.end, moved),
-        lambda center, replans: _replan(center, replans, task),
+        lambda center, replans, _first: _replan(center, replans, task),
         replanned,
     )

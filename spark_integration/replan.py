@@ -4,7 +4,10 @@ When an executor's task stops getting records (or finds them gone) and the route
 to another cluster since the batch was planned, the task asks the core's translation for a
 start on the new cluster for each of its partitions (from where its ranges began; MM2
 checkpoints of the query's committed progress, offset syncs, the beginning) and reads up to
-that cluster's end offsets of that moment. That plan is stored in the config center under the
+that cluster's end offsets of that moment. A task whose cluster lost the batch's records
+meanwhile (a topic there created again: the driver marks the task ``rebuilt``) reads them on
+another cluster of the route from the beginning, where their copies are (``rebuilt`` plans).
+That plan is stored in the config center under the
 batch and the task's part, ``<ns>/replans/<group>/<batch>/<part>``; the first one stored
 stays, so a retry or a replay of the batch after a driver restart reads exactly the same
 ranges. The driver forgets a batch's plans when Spark commits it.
@@ -14,12 +17,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hotstandby.adapters.kafka.start_positions import Visit
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.doc_parsing import load_object
+from hotstandby.configcenter.documents import Route
 from hotstandby.configcenter.versioned import create_value, delete_keys, read_prefix, read_versioned
 from hotstandby.errors import HotStandbyError, ValidationError
 from hotstandby.logs import get_logger
@@ -44,6 +49,7 @@ class Replan:
     ranges: tuple[Range, ...]  # Kafka
     strategies: Mapping[str, int]
     ids: tuple[tuple[str, str, str], ...] = ()  # Pulsar: (partition's topic, start id, end id)
+    rebuilt: bool = False  # the planned cluster lost the records: read what the first run emitted
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -53,6 +59,7 @@ class Replan:
                 "ranges": [[r.topic, r.partition, r.start, r.end] for r in self.ranges],
                 "ids": [list(i) for i in self.ids],
                 "strategies": dict(sorted(self.strategies.items())),
+                "rebuilt": self.rebuilt,
             },
             separators=(",", ":"),
         ).encode()
@@ -64,7 +71,8 @@ class Replan:
             ranges = tuple(Range(str(t), int(p), int(a), int(b)) for t, p, a, b in doc["ranges"])
             strategies = {str(k): int(v) for k, v in dict(doc.get("strategies", {})).items()}
             ids = tuple((str(t), str(a), str(b)) for t, a, b in doc.get("ids", []))
-            return cls(str(doc["cluster"]), int(doc["epoch"]), ranges, strategies, ids)
+            rebuilt = doc.get("rebuilt", False) is True
+            return cls(str(doc["cluster"]), int(doc["epoch"]), ranges, strategies, ids, rebuilt)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValidationError(what, f"not a re-plan: {exc}") from None
 
@@ -120,15 +128,33 @@ class Replans:
         delete_keys(self._center, [item.key for item in items])
 
 
+def _elsewhere(route: Route, came_from: str, rebuilt: bool) -> str | None:
+    """The cluster a task leaving ``came_from`` reads on: the route's active one; for a
+    rebuilt task, another cluster of the route when the route is still on ``came_from``."""
+    if route.active != came_from:
+        return route.active
+    return next((c for c in route.clusters if c != came_from), None) if rebuilt else None
+
+
 def replan_task(
-    center: ConfigCenter, options: SourceOptions, came_from: str, logical: str, ranges: tuple[Range, ...]
+    center: ConfigCenter,
+    options: SourceOptions,
+    came_from: str,
+    logical: str,
+    ranges: tuple[Range, ...],
+    *,
+    rebuilt: bool = False,
+    from_beginning: bool = False,
 ) -> Replan | None:
     """A plan on the route's active cluster for a task whose ranges were on ``came_from``;
-    None when the route still names ``came_from`` (nothing to move to)."""
+    None when the route still names ``came_from`` (nothing to move to). ``from_beginning``:
+    the partitions from their beginning there (a rebuilt task that knows what it emitted
+    picks those records out; translation could start past them)."""
     route = center.route(options.route)
-    if route.active == came_from:
+    name = _elsewhere(route, came_from, rebuilt)
+    if name is None:
         return None
-    spec = center.cluster(route.active)
+    spec = center.cluster(name)
     if spec.kind != "kafka":
         return None
     links = center.links()
@@ -137,10 +163,13 @@ def replan_task(
         topics = {t: lg for t, lg in target.topics(route.clusters, links).items() if lg == logical}
         partitions = {r.partition for r in ranges}
         slots = [s for s in target.slots(topics) if s[1] in partitions]
-        previous = Visit(cluster=came_from, positions={(r.topic, r.partition): r.start for r in ranges})
-        starts, strategies = target.start_positions(previous, topics, slots, links)
         marks = target.watermarks(slots)
+        if from_beginning:
+            starts, strategies = {s: marks[s][0] for s in slots}, Counter({"rebuilt": len(slots)})
+        else:
+            previous = Visit(cluster=came_from, positions={(r.topic, r.partition): r.start for r in ranges})
+            starts, strategies = target.start_positions(previous, topics, slots, links)
     finally:
         target.close()
     moved = tuple(Range(t, p, starts[(t, p)], marks[(t, p)][1]) for t, p in slots if marks[(t, p)][1] > starts[(t, p)])
-    return Replan(spec.name, route.epoch, moved, dict(strategies))
+    return Replan(spec.name, route.epoch, moved, dict(strategies), rebuilt=rebuilt)

@@ -1,7 +1,8 @@
 """What every streaming task does around reading its records, whatever the messaging system:
 load the query's ledger of its logical partition, read the planned ranges (or the batch's stored
-re-plan), move to the route's new cluster when its own stopped answering (:mod:`.replan`), and
-stage what it emitted for the batch's commit. A batch read (no group) only reads."""
+re-plan), move to the route's new cluster when its own stopped answering or lost the batch's
+records (:mod:`.replan`), and stage what it emitted for the batch's commit. A batch read (no
+group) only reads."""
 
 from __future__ import annotations
 
@@ -54,19 +55,21 @@ class TaskPlace:
     partition: int
     batch: str | None
     part: int
+    rebuilt: bool = False  # the planned cluster lost the batch's records (a topic created again)
 
 
 def run_task(
     place: TaskPlace,
     reader_for: Callable[[PartitionLedger, bool], R],
     planned: Callable[[R, Callable[[], bool]], Iterator[pa.RecordBatch]],
-    replan: Callable[[ConfigCenter, Replans], Replan],
-    replanned: Callable[[R, ClusterSpec, Replan], Iterator[pa.RecordBatch]],
+    replan: Callable[[ConfigCenter, Replans, StagedPart | None], Replan],
+    replanned: Callable[[R, ClusterSpec, Replan, StagedPart | None], Iterator[pa.RecordBatch]],
 ) -> Iterator[pa.RecordBatch]:
     """Read a task (on an executor): ``reader_for(ledger, dedupe)`` makes its reader;
     ``planned(reader, moved)`` reads the planned ranges, raising :class:`ClusterGone` when the
-    cluster is gone and ``moved()`` says the route left it; ``replan(center, replans)`` claims
-    the batch's re-plan on the route's cluster; ``replanned(reader, spec, plan)`` reads it."""
+    cluster is gone and ``moved()`` says the route left it; ``replan(center, replans, first)``
+    claims the batch's re-plan on the route's cluster; ``replanned(reader, spec, plan, first)``
+    reads it. ``first`` is what an earlier run of a rebuilt task staged (it emits that again)."""
     opts = place.options
     if place.batch is None or not opts.group:  # a batch read: no ledger, nothing staged
         yield from planned(reader_for(PartitionLedger(), opts.dedupe), lambda: False)
@@ -79,15 +82,20 @@ def run_task(
         ledger = patiently(lambda: staged.load(place.logical, place.partition), wait)
         reader = reader_for(ledger, True)
         plan = patiently(lambda: replans.get(batch, place.part), wait)
-        if plan is None:
+        first = None
+        if place.rebuilt or (plan is not None and plan.rebuilt):
+            first = patiently(lambda: staged.part(batch, place.logical, place.partition, place.part), wait)
+        if plan is None and place.rebuilt:  # its records are gone from its cluster: read their copies
+            plan = patiently(lambda: replan(center, replans, first), wait)
+        elif plan is None:
             try:
                 moved = RouteMoved(center, opts.route, place.spec.name, place.epoch, opts.allowed_clusters)
                 yield from planned(reader, moved)
             except ClusterGone:
-                plan = patiently(lambda: replan(center, replans), wait)
+                plan = patiently(lambda: replan(center, replans, None), wait)
         if plan is not None:
             spec = patiently(lambda: center.cluster(plan.cluster), wait)
-            yield from replanned(reader, spec, plan)
+            yield from replanned(reader, spec, plan, first if plan.rebuilt else None)
         emitted = reader.emitted()
         patiently(lambda: staged.stage(batch, place.part, emitted), wait)
         if reader.filtered:

@@ -20,7 +20,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
 from hotstandby.spark_integration.options import parse_options
 from hotstandby.spark_integration.source import HotStandbyStreamReader
-from tests.integration.kafka_helpers import create_topic, produce_values
+from tests.integration.kafka_helpers import create_topic, produce_values, read_all, topics
 from tests.integration.test_spark_source import options, replicated
 from tests.support import wait_for
 
@@ -107,3 +107,64 @@ def test_a_query_restarted_on_a_topic_created_again_reads_the_new_topic_from_its
     finally:
         again.stop()
     assert sorted(got) == sorted(new), "every record of the new topic once, none of the old one"
+
+
+def read_batch(reader: HotStandbyStreamReader, start: dict[str, Any], end: dict[str, Any]) -> list[str]:
+    """The batch from ``start`` to ``end`` as Spark's executors read it: its values, task by task."""
+    return [v.decode() for p in reader.partitions(start, end) for b in reader.read(p) for v in b.to_pydict()["value"]]
+
+
+def copied_to_a(rc: RefCluster, topic: str, count: int) -> None:
+    """Wait until kafka-a holds ``count`` records of kafka-b's ``topic`` (``kafka-b.<topic>``)."""
+    spec = rc.cluster_spec("kafka-a")
+
+    def copied() -> bool:
+        return f"kafka-b.{topic}" in topics(spec) and len(read_all(spec, f"kafka-b.{topic}", 0)) >= count
+
+    wait_for(copied, timeout=60, what=f"{count} copies of kafka-b's {topic} on kafka-a")
+
+
+def test_a_batch_run_again_after_its_topic_was_created_again_emits_its_first_run_in_order(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """A driver restarted before it committed a batch runs the batch again; meanwhile the batch's
+    cluster lost its records (rebuilt empty, the topic created again and written anew). The run
+    again emits what the first run emitted, in the same order (writers name rows by position),
+    from the copies on the other cluster, and none of the new topic's records at those offsets."""
+    topic = f"rr-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 1)
+    # Records of both origins on kafka-a (the topic and kafka-b's copy), so the batch's task
+    # reads two ranges there, which sit in other topics on kafka-b.
+    center.switch("orders", "kafka-b", reason="test: records written on kafka-b")
+    from_b = [f"b-{i}" for i in range(30)]
+    produce_values(refcluster, namespace, topic, from_b)
+    copied_to_a(refcluster, topic, len(from_b))
+    center.switch("orders", "kafka-a", reason="test: back on kafka-a")
+    from_a = [f"a-{i}" for i in range(40)]
+    produce_values(refcluster, namespace, topic, from_a)
+    replicated(refcluster, topic, len(from_a))
+    opts = parse_options(options(refcluster, namespace, topic, **{"hotstandby.group": f"q-{topic}", "startingOffsets": "earliest"}),
+                         streaming=True)  # fmt: skip
+
+    first = HotStandbyStreamReader(opts)
+    try:
+        start = first.initialOffset()
+        end = first.latestOffset(start, first.getDefaultReadLimit())
+        emitted = read_batch(first, start, end)
+    finally:
+        first.stop()  # the driver dies before Spark commits the batch
+    assert sorted(emitted) == sorted(from_b + from_a)
+
+    recreate(refcluster, topic)
+    new = [f"new-{i}" for i in range(80)]
+    produce_values(refcluster, namespace, topic, new)
+
+    again = HotStandbyStreamReader(opts)
+    try:
+        assert read_batch(again, start, end) == emitted, "the batch run again emits its first run, in order"
+        again.commit(end)
+        got, _ = run_batches(again, end, len(new))
+    finally:
+        again.stop()
+    assert sorted(got) == sorted(new), "then the new topic, from its start"

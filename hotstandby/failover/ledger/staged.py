@@ -12,7 +12,9 @@ was replaced).
 A staged part also keeps what a later switch starts from (:class:`SwitchHints`): per physical
 topic-partition, the timestamp of the last record it emitted (the timestamp-seek fallback), and
 per topic and cluster a copy came from, the newest replicated copy it emitted with its source
-position there (Pulsar: the new cluster is read from that position).
+position there (Pulsar: the new cluster is read from that position). It may keep the order the
+task emitted its records in (:class:`~hotstandby.failover.ledger.emission_order.EmissionOrder`),
+so that a run of the task over another cluster emits them in that order again.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from dataclasses import dataclass, field
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.doc_parsing import load_object
-from hotstandby.configcenter.versioned import delete_keys, put_value, read_prefix
+from hotstandby.configcenter.versioned import delete_keys, put_value, read_prefix, read_versioned
 from hotstandby.errors import FencedError, ValidationError
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.emission_order import EmissionOrder
 from hotstandby.failover.ledger.ledger import MAX_LEDGER_BYTES, PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.logs import get_logger
@@ -99,6 +102,7 @@ class StagedPart:
     #: physical topic -> partition -> timestamp (ms) of the last record emitted
     timestamps: dict[str, dict[int, int]] = field(default_factory=dict)
     copies: Copies = field(default_factory=dict)
+    order: EmissionOrder | None = None  # how the task emitted them, when kept
 
     @classmethod
     def of(
@@ -109,10 +113,12 @@ class StagedPart:
         *,
         timestamps: dict[str, dict[int, int]] | None = None,
         copies: Copies | None = None,
+        order: EmissionOrder | None = None,
         now_ms: int | None = None,
     ) -> StagedPart:
         """The part for the records ``ids`` (acknowledged at ``now_ms``, default: now)."""
-        part = cls(topic, partition, timestamps=timestamps or {}, copies=copies or {})
+        kept = order if order is not None and order.kept else None
+        part = cls(topic, partition, timestamps=timestamps or {}, copies=copies or {}, order=kept)
         by_session: dict[bytes, list[int]] = {}
         for rid in ids:
             by_session.setdefault(rid.session, []).append(rid.sequence)
@@ -129,6 +135,8 @@ class StagedPart:
         }
         if self.copies:
             doc["copies"] = {t: {o: m.text() for o, m in sorted(v.items())} for t, v in sorted(self.copies.items())}
+        if self.order is not None:
+            doc["order"] = self.order.to_json()
         return json.dumps(doc, separators=(",", ":"))
 
     @classmethod
@@ -151,7 +159,8 @@ class StagedPart:
         except (AttributeError, TypeError, ValueError):
             raise ValidationError(what, "'copies' must hold ledger:entry:identity") from None
         sessions = PartitionLedger.from_sessions_json(doc.get("sessions", {}), what)
-        return cls(topic, partition, sessions, timestamps, copies)
+        order = EmissionOrder.from_json(doc["order"], what) if "order" in doc else None
+        return cls(topic, partition, sessions, timestamps, copies, order)
 
 
 def _hints(parts: list[tuple[str, StagedPart | None]]) -> SwitchHints:
@@ -175,6 +184,12 @@ class StagedAcks:
     def stage(self, batch: str, part: int, staged: StagedPart) -> None:
         key = self._center.keys.staged_part(self.group, batch, staged.topic, staged.partition, part)
         put_value(self._center, key, staged.to_json().encode())
+
+    def part(self, batch: str, topic: str, partition: int, part: int) -> StagedPart | None:
+        """What task ``part`` of ``batch`` staged for ``topic[partition]``; None if nothing."""
+        key = self._center.keys.staged_part(self.group, batch, topic, partition, part)
+        found = read_versioned(self._center, key)
+        return None if found.value is None else StagedPart.from_json(topic, partition, found.value, key)
 
     def staged(self, batch: str) -> list[tuple[str, StagedPart | None]]:
         """``(key, part)`` for every key staged under ``batch``; an unreadable one is logged and
