@@ -222,12 +222,14 @@ class _TaskReader:
         ``ranges`` on ``spec`` and put back in that run's order (see the module docs)."""
         opts, wanted, seen = self._options, first.ledger, self._seen
         total, order = len(wanted), first.order
+        # Emitted already by this run, before its cluster went (the start of the same order).
+        already = sum(1 for rid in seen if wanted.has(rid))
         found: list[tuple[tuple[int, int], int, Message]] = []
         consumer = RawConsumer(with_logger({**client_config(spec, opts), "group.id": _READ_GROUP,
                                             "enable.partition.eof": True}))  # fmt: skip
         try:
             for r in ranges:
-                if len(found) >= total:
+                if already + len(found) >= total:
                     break
                 for batch in _records(consumer, opts, spec.name, r, lambda: False):
                     for msg in batch:
@@ -238,19 +240,19 @@ class _TaskReader:
                         seen.add(rid)
                         at = None if order is None else order.position(rid)
                         found.append(((0, at) if at is not None else (1, len(found)), r.partition, msg))
-                    if len(found) >= total:
+                    if already + len(found) >= total:
                         break
         finally:
             consumer.close()
-        if len(found) < total:
-            message = (f"{total - len(found)} of the {total} records an earlier run of this task emitted "
+        if already + len(found) < total:
+            message = (f"{total - already - len(found)} of the {total} records an earlier run of this task emitted "
                        f"({self._task.logical}[{self._task.partition}]) are not on {spec.name}")  # fmt: skip
             if opts.fail_on_data_loss:
                 raise DataLossError(
                     KafkaError(KafkaError._FAIL, f"data loss: {message} (failOnDataLoss=false to go on)")
                 )
             log.warning("spark.data_lost", cluster=spec.name, topic=self._task.logical, partition=self._task.partition,
-                        missing=total - len(found))  # fmt: skip
+                        missing=total - already - len(found))  # fmt: skip
         if order is None:
             log.warning("spark.replay_order_unknown", topic=self._task.logical, partition=self._task.partition)
         found.sort(key=lambda item: item[0])

@@ -6,7 +6,10 @@ start on the new cluster for each of its partitions (from where its ranges began
 checkpoints of the query's committed progress, offset syncs, the beginning) and reads up to
 that cluster's end offsets of that moment. A task whose cluster lost the batch's records
 meanwhile (a topic there created again: the driver marks the task ``rebuilt``) reads them on
-another cluster of the route from the beginning, where their copies are (``rebuilt`` plans).
+another cluster of the route, where their copies are. A task run again that an earlier run
+completed (it staged what it emitted) reads the new cluster from the beginning and emits
+exactly that again (``exact`` plans): translation may start past some of those records, and
+writers downstream name rows by their position.
 That plan is stored in the config center under the
 batch and the task's part, ``<ns>/replans/<group>/<batch>/<part>``; the first one stored
 stays, so a retry or a replay of the batch after a driver restart reads exactly the same
@@ -49,7 +52,7 @@ class Replan:
     ranges: tuple[Range, ...]  # Kafka
     strategies: Mapping[str, int]
     ids: tuple[tuple[str, str, str], ...] = ()  # Pulsar: (partition's topic, start id, end id)
-    rebuilt: bool = False  # the planned cluster lost the records: read what the first run emitted
+    exact: bool = False  # read what an earlier run of the task emitted (staged), from the beginning
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -59,7 +62,7 @@ class Replan:
                 "ranges": [[r.topic, r.partition, r.start, r.end] for r in self.ranges],
                 "ids": [list(i) for i in self.ids],
                 "strategies": dict(sorted(self.strategies.items())),
-                "rebuilt": self.rebuilt,
+                "exact": self.exact,
             },
             separators=(",", ":"),
         ).encode()
@@ -71,8 +74,8 @@ class Replan:
             ranges = tuple(Range(str(t), int(p), int(a), int(b)) for t, p, a, b in doc["ranges"])
             strategies = {str(k): int(v) for k, v in dict(doc.get("strategies", {})).items()}
             ids = tuple((str(t), str(a), str(b)) for t, a, b in doc.get("ids", []))
-            rebuilt = doc.get("rebuilt", False) is True
-            return cls(str(doc["cluster"]), int(doc["epoch"]), ranges, strategies, ids, rebuilt)
+            exact = doc.get("exact", False) is True
+            return cls(str(doc["cluster"]), int(doc["epoch"]), ranges, strategies, ids, exact)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValidationError(what, f"not a re-plan: {exc}") from None
 
@@ -165,11 +168,11 @@ def replan_task(
         slots = [s for s in target.slots(topics) if s[1] in partitions]
         marks = target.watermarks(slots)
         if from_beginning:
-            starts, strategies = {s: marks[s][0] for s in slots}, Counter({"rebuilt": len(slots)})
+            starts, strategies = {s: marks[s][0] for s in slots}, Counter({"earlier-run": len(slots)})
         else:
             previous = Visit(cluster=came_from, positions={(r.topic, r.partition): r.start for r in ranges})
             starts, strategies = target.start_positions(previous, topics, slots, links)
     finally:
         target.close()
     moved = tuple(Range(t, p, starts[(t, p)], marks[(t, p)][1]) for t, p in slots if marks[(t, p)][1] > starts[(t, p)])
-    return Replan(spec.name, route.epoch, moved, dict(strategies), rebuilt=rebuilt)
+    return Replan(spec.name, route.epoch, moved, dict(strategies), exact=from_beginning)

@@ -69,7 +69,7 @@ def run_task(
     ``planned(reader, moved)`` reads the planned ranges, raising :class:`ClusterGone` when the
     cluster is gone and ``moved()`` says the route left it; ``replan(center, replans, first)``
     claims the batch's re-plan on the route's cluster; ``replanned(reader, spec, plan, first)``
-    reads it. ``first`` is what an earlier run of a rebuilt task staged (it emits that again)."""
+    reads it. ``first`` is what an earlier run of the task staged (a plan ``exact`` emits it again)."""
     opts = place.options
     if place.batch is None or not opts.group:  # a batch read: no ledger, nothing staged
         yield from planned(reader_for(PartitionLedger(), opts.dedupe), lambda: False)
@@ -82,9 +82,12 @@ def run_task(
         ledger = patiently(lambda: staged.load(place.logical, place.partition), wait)
         reader = reader_for(ledger, True)
         plan = patiently(lambda: replans.get(batch, place.part), wait)
-        first = None
-        if place.rebuilt or (plan is not None and plan.rebuilt):
-            first = patiently(lambda: staged.part(batch, place.logical, place.partition, place.part), wait)
+
+        def staged_first() -> StagedPart | None:
+            """What an earlier run that completed emitted: a run on another cluster emits it again."""
+            return patiently(lambda: staged.part(batch, place.logical, place.partition, place.part), wait)
+
+        first = staged_first() if place.rebuilt or (plan is not None and plan.exact) else None
         if plan is None and place.rebuilt:  # its records are gone from its cluster: read their copies
             plan = patiently(lambda: replan(center, replans, first), wait)
         elif plan is None:
@@ -92,10 +95,11 @@ def run_task(
                 moved = RouteMoved(center, opts.route, place.spec.name, place.epoch, opts.allowed_clusters)
                 yield from planned(reader, moved)
             except ClusterGone:
-                plan = patiently(lambda: replan(center, replans, None), wait)
+                first = staged_first()
+                plan = patiently(lambda: replan(center, replans, first), wait)
         if plan is not None:
             spec = patiently(lambda: center.cluster(plan.cluster), wait)
-            yield from replanned(reader, spec, plan, first if plan.rebuilt else None)
+            yield from replanned(reader, spec, plan, first if plan.exact else None)
         emitted = reader.emitted()
         patiently(lambda: staged.stage(batch, place.part, emitted), wait)
         if reader.filtered:
