@@ -20,7 +20,7 @@ import pulsar
 from hotstandby.adapters.pulsar.start_position import holds
 from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.errors import ConfigError
-from hotstandby.failover.ledger.staged import CopyMark, SwitchHints
+from hotstandby.failover.ledger.staged import CopyMark, SwitchHints, copy_from
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
 from hotstandby.spark_integration.offsets import SourceOffset
@@ -146,18 +146,18 @@ class PulsarPlan:
         else:
             starts, strategies = {}, Counter()
             for topic in partitions:
-                starts[topic] = self._after_copies(topic, hints.copies.get(topic, {}), len(plan.target.clusters))
+                starts[topic] = self._after_copies(topic, hints.copies.get(topic, {}), plan.target.clusters)
                 strategies["replicated-source-position" if starts[topic] else "earliest"] += 1
         offset = SourceOffset(plan.target.name, plan.target.epoch, self.spec.name, {}, ids=starts, starts_ids=starts)
         return Arrival(self, offset, dict(strategies), plan.source.name, plan.current.epoch)
 
-    def _after_copies(self, topic: str, copies: Mapping[str, CopyMark], clusters: int) -> str:
+    def _after_copies(self, topic: str, copies: Mapping[str, CopyMark], clusters: Sequence[str]) -> str:
         """Where ``topic`` starts here: before the newest copy from here the query read
         (replication keeps order, so it read everything stored here before that copy's
         original; the entry itself is read again and filtered), if this cluster still holds
-        that original; else "" (the first message). A copy of unknown origin counts when the
-        route has two clusters."""
-        mark = copies.get(self.spec.name) or (copies.get("") if clusters == 2 else None)
+        that original; else "" (the first message). A copy of unknown origin read on the
+        route's other cluster counts when the route has two clusters."""
+        mark = copy_from(self.spec.name, dict(copies), clusters)
         if (
             mark is None
             or mark.entry < 1

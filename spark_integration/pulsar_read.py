@@ -22,7 +22,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
-from hotstandby.failover.ledger.staged import Copies, CopyMark, StagedPart
+from hotstandby.failover.ledger.staged import Copies, CopyMark, StagedPart, read_on
 from hotstandby.logs import get_logger
 from hotstandby.spark_integration.options import SourceOptions
 from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, client_kwargs, id_key, message_id
@@ -149,7 +149,7 @@ class _PartitionReader:
                 rid = identity_in(properties, msg)
                 position = properties.get(REPL_SOURCE_POSITION)
                 if position is not None and rid is not None:
-                    copies[properties.get(REPLICATED_FROM, "")] = (position, rid)
+                    copies[properties.get(REPLICATED_FROM) or read_on(spec.name)] = (position, rid)
                 if rid is not None and self._dedupe:
                     if self._ledger.has(rid) or rid in self.seen:
                         self.filtered += 1

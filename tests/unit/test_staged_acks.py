@@ -9,7 +9,7 @@ import pytest
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.failover.identity import RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
-from hotstandby.failover.ledger.staged import CopyMark, StagedAcks, StagedPart
+from hotstandby.failover.ledger.staged import CopyMark, StagedAcks, StagedPart, SwitchHints, copy_from, read_on
 from hotstandby.failover.ledger.store import LedgerStore
 from tests.support import capture_logs
 
@@ -192,3 +192,20 @@ def test_peek_tells_what_a_batch_staged_and_leaves_it_staged(center: ConfigCente
     assert (hints.timestamps, hints.copies) == ({"t": {0: 5}}, {"t": {"a": mark}})
     assert acks.load("t", 0) == PartitionLedger() and staged_keys(center, "6"), "not committed by a peek"
     assert acks.commit("6").copies == {"t": {"a": mark}}
+
+
+def test_copies_of_unknown_origin_are_kept_by_the_cluster_they_were_read_on() -> None:
+    """Apache Pulsar's copies do not name their origin. Copies read on pulsar-a name pulsar-b's
+    ledgers and copies read on pulsar-b name pulsar-a's: merged under one key, the newer
+    ``ledger:entry`` of either would win, and a switch would look for it on the wrong cluster."""
+    on_a = CopyMark(900, 5, rid(S1, 1))  # read on pulsar-a: an entry of pulsar-b's ledger 900
+    on_b = CopyMark(12, 40, rid(S2, 2))  # read on pulsar-b: an entry of pulsar-a's ledger 12
+    hints = SwitchHints()
+    hints.merge(SwitchHints(copies={"t": {read_on("pulsar-a"): on_a}}))
+    hints.merge(SwitchHints(copies={"t": {read_on("pulsar-b"): on_b}}))
+    clusters = ["pulsar-a", "pulsar-b"]
+    assert copy_from("pulsar-a", hints.copies["t"], clusters) == on_b
+    assert copy_from("pulsar-b", hints.copies["t"], clusters) == on_a
+    named = CopyMark(13, 1, rid(S1, 3))
+    assert copy_from("pulsar-a", {**hints.copies["t"], "pulsar-a": named}, clusters) == named
+    assert copy_from("pulsar-a", hints.copies["t"], [*clusters, "pulsar-c"]) is None, "origin unknown among three"

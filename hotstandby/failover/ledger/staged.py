@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from hotstandby.configcenter import ConfigCenter
@@ -34,7 +34,7 @@ from hotstandby.failover.ledger.ledger import MAX_LEDGER_BYTES, PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.logs import get_logger
 
-__all__ = ["Copies", "CopyMark", "StagedAcks", "StagedPart", "SwitchHints"]
+__all__ = ["Copies", "CopyMark", "StagedAcks", "StagedPart", "SwitchHints", "copy_from", "read_on"]
 
 log = get_logger("hotstandby.ledger")
 
@@ -59,8 +59,22 @@ class CopyMark:
         return cls(int(ledger), int(entry), RecordId.decode(bytes.fromhex(identity)))
 
 
-#: physical topic -> cluster the copies came from ("" when not known) -> the newest copy
+#: physical topic -> cluster the copies came from (:func:`read_on` when not known) -> the newest copy
 Copies = dict[str, dict[str, CopyMark]]
+
+
+def read_on(cluster: str) -> str:
+    """The key of copies whose origin their message does not name (Apache Pulsar's), by the
+    cluster they were read on: on a route of two clusters they came from the other one. Marks
+    read on different clusters name different clusters' ledgers and are never compared."""
+    return f"@{cluster}"
+
+
+def copy_from(target: str, copies: dict[str, CopyMark], clusters: Sequence[str]) -> CopyMark | None:
+    """The newest copy read whose original is on ``target`` (its origin named, or read on the
+    route's other cluster when the route has two), or None."""
+    others = [c for c in clusters if c != target]
+    return copies.get(target) or (copies.get(read_on(others[0])) if len(others) == 1 else None)
 
 
 def _merge_copies(into: Copies, more: Copies) -> None:
