@@ -85,8 +85,9 @@ class ClusterPlan(Protocol):
         """The first batch's end after ``arrival``."""
         ...
 
-    def tasks(self, start: SourceOffset, end: SourceOffset, batch: str) -> list[ReadsPartition]:
-        """The batch from ``start`` to ``end`` (on this cluster) as executor tasks."""
+    def tasks(self, start: SourceOffset, end: SourceOffset, batch: str, hints: SwitchHints) -> list[ReadsPartition]:
+        """The batch from ``start`` to ``end`` (on this cluster) as executor tasks; ``hints``:
+        what committed batches tell a task that must move to another cluster."""
         ...
 
     def committed(self, end: SourceOffset) -> None:

@@ -164,7 +164,7 @@ class KafkaPlan:
         return SourceOffset(start.route, arrival.epoch, self.spec.name, _nested(ends), dict(arrival.starts.logical),
                             arrival.starts.starts, switch, topic_ids=arrival.starts.topic_ids)  # fmt: skip
 
-    def tasks(self, start: SourceOffset, end: SourceOffset, batch: str) -> list[ReadsPartition]:
+    def tasks(self, start: SourceOffset, end: SourceOffset, batch: str, hints: SwitchHints) -> list[ReadsPartition]:
         tasks = plan_tasks(batch_ranges(start, end), end.logical_of, self._options.min_partitions)
         gone = self._recreated_since(end) if self._first_tasks else set()
         self._first_tasks = False

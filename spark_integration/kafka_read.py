@@ -224,6 +224,7 @@ class _TaskReader:
         total, order = len(wanted), first.order
         # Emitted already by this run, before its cluster went (the start of the same order).
         already = sum(1 for rid in seen if wanted.has(rid))
+        unidentified = 0  # the first run emitted them or not: nothing tells
         found: list[tuple[tuple[int, int], int, Message]] = []
         consumer = RawConsumer(with_logger({**client_config(spec, opts), "group.id": _READ_GROUP,
                                             "enable.partition.eof": True}))  # fmt: skip
@@ -234,7 +235,10 @@ class _TaskReader:
                 for batch in _records(consumer, opts, spec.name, r, lambda: False):
                     for msg in batch:
                         rid, _ = _identity(msg)
-                        if rid is None or rid in seen or not wanted.has(rid):
+                        if rid is None:
+                            unidentified += 1
+                            continue
+                        if rid in seen or not wanted.has(rid):
                             self.filtered += 1
                             continue
                         seen.add(rid)
@@ -253,6 +257,9 @@ class _TaskReader:
                 )
             log.warning("spark.data_lost", cluster=spec.name, topic=self._task.logical, partition=self._task.partition,
                         missing=total - already - len(found))  # fmt: skip
+        if unidentified:
+            log.warning("spark.replay_unidentified", cluster=spec.name, topic=self._task.logical,
+                        partition=self._task.partition, skipped=unidentified)  # fmt: skip
         if order is None:
             log.warning("spark.replay_order_unknown", topic=self._task.logical, partition=self._task.partition)
         found.sort(key=lambda item: item[0])

@@ -20,8 +20,10 @@ from typing import Any
 import pulsar
 
 from hotstandby.adapters.pulsar.client_settings import client_kwargs as cluster_kwargs
+from hotstandby.adapters.pulsar.start_position import holds
 from hotstandby.adapters.pulsar.topics import full_topic, logical_partition
 from hotstandby.configcenter.documents import ClusterSpec
+from hotstandby.failover.ledger.staged import CopyMark
 from hotstandby.spark_integration.options import SourceOptions
 
 __all__ = ["PulsarCluster", "full_topic", "id_key", "id_text", "logical_partition", "message_id"]
@@ -130,6 +132,15 @@ class PulsarCluster:
         finally:
             with contextlib.suppress(pulsar.PulsarException):
                 reader.close()
+
+    def after_copy(self, topic: str, mark: CopyMark | None) -> str:
+        """Where ``topic`` starts here after the newest copy read whose original is here
+        (``mark``): before that original's entry (replication keeps order, so whatever was
+        stored here before it was read already; the entry itself is read again and filtered),
+        if this cluster still holds the original; else "" (the first message)."""
+        if mark is None or mark.entry < 1 or not holds(self.client, topic, mark.ledger, mark.entry, mark.identity):
+            return ""
+        return id_text(pulsar.MessageId(-1, mark.ledger, mark.entry - 1, -1))
 
     def acknowledge(self, ids: Mapping[str, str]) -> None:
         """The query read up to ``ids``: the broker may let go of what came before."""

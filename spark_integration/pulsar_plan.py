@@ -17,15 +17,14 @@ from typing import Any
 
 import pulsar
 
-from hotstandby.adapters.pulsar.start_position import holds
 from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.errors import ConfigError
-from hotstandby.failover.ledger.staged import CopyMark, SwitchHints, copy_from
+from hotstandby.failover.ledger.staged import Copies, SwitchHints, copy_from
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
 from hotstandby.spark_integration.offsets import SourceOffset
 from hotstandby.spark_integration.options import EARLIEST, LATEST, MessageIds, SourceOptions
-from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, full_topic, id_key, id_text, logical_partition
+from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, full_topic, id_key, logical_partition
 from hotstandby.spark_integration.pulsar_limit import capped_ends
 from hotstandby.spark_integration.pulsar_read import PulsarReadTask
 from hotstandby.spark_integration.schema import PULSAR_SCHEMA_DDL
@@ -83,14 +82,18 @@ def pulsar_tasks(
     starts: Mapping[str, str],
     ends: Mapping[str, str],
     batch: str | None,
+    copies: Copies | None = None,
 ) -> list[ReadsPartition]:
-    """One task per partition with messages between ``starts`` and ``ends``."""
+    """One task per partition with messages between ``starts`` and ``ends``; ``copies``: the
+    newest copies committed batches read, per partition (a task that moves starts after them)."""
     out: list[ReadsPartition] = []
     for topic in sorted(ends):
         begin, end = starts.get(topic, ""), ends[topic]
         if end and id_key(end) > id_key(begin):
             logical, partition = logical_partition(topic)
-            out.append(PulsarReadTask(spec, options, epoch, topic, logical, partition, begin, end, batch, len(out)))
+            marks = tuple(sorted((o, m.text()) for o, m in (copies or {}).get(topic, {}).items()))
+            out.append(PulsarReadTask(spec, options, epoch, topic, logical, partition, begin, end, batch, len(out),
+                                      marks))  # fmt: skip
     return out
 
 
@@ -146,25 +149,11 @@ class PulsarPlan:
         else:
             starts, strategies = {}, Counter()
             for topic in partitions:
-                starts[topic] = self._after_copies(topic, hints.copies.get(topic, {}), plan.target.clusters)
+                mark = copy_from(self.spec.name, hints.copies.get(topic, {}), plan.target.clusters)
+                starts[topic] = self.cluster.after_copy(topic, mark)
                 strategies["replicated-source-position" if starts[topic] else "earliest"] += 1
         offset = SourceOffset(plan.target.name, plan.target.epoch, self.spec.name, {}, ids=starts, starts_ids=starts)
         return Arrival(self, offset, dict(strategies), plan.source.name, plan.current.epoch)
-
-    def _after_copies(self, topic: str, copies: Mapping[str, CopyMark], clusters: Sequence[str]) -> str:
-        """Where ``topic`` starts here: before the newest copy from here the query read
-        (replication keeps order, so it read everything stored here before that copy's
-        original; the entry itself is read again and filtered), if this cluster still holds
-        that original; else "" (the first message). A copy of unknown origin read on the
-        route's other cluster counts when the route has two clusters."""
-        mark = copy_from(self.spec.name, dict(copies), clusters)
-        if (
-            mark is None
-            or mark.entry < 1
-            or not holds(self.cluster.client, topic, mark.ledger, mark.entry, mark.identity)
-        ):
-            return ""
-        return id_text(pulsar.MessageId(-1, mark.ledger, mark.entry - 1, -1))
 
     def crossing(self, start: SourceOffset, arrival: Arrival, limit: int | None) -> SourceOffset:
         starts = arrival.starts.starts_ids
@@ -176,11 +165,11 @@ class PulsarPlan:
                   "strategies": dict(sorted(arrival.strategies.items()))}  # fmt: skip
         return SourceOffset(start.route, arrival.epoch, self.spec.name, {}, ids=ids, starts_ids=starts, switch=switch)
 
-    def tasks(self, start: SourceOffset, end: SourceOffset, batch: str) -> list[ReadsPartition]:
+    def tasks(self, start: SourceOffset, end: SourceOffset, batch: str, hints: SwitchHints) -> list[ReadsPartition]:
         same = start.cluster == end.cluster
         starts = {t: end.starts_ids[t] if t in end.starts_ids else (start.ids.get(t, "") if same else "")
                   for t in end.ids}  # fmt: skip
-        return pulsar_tasks(self.spec, self._options, end.epoch, starts, end.ids, batch)
+        return pulsar_tasks(self.spec, self._options, end.epoch, starts, end.ids, batch, hints.copies)
 
     def committed(self, end: SourceOffset) -> None:
         self.cluster.acknowledge(end.ids)

@@ -22,7 +22,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
-from hotstandby.failover.ledger.staged import Copies, CopyMark, StagedPart, read_on
+from hotstandby.failover.ledger.staged import Copies, CopyMark, StagedPart, copy_from, merge_copies, read_on
 from hotstandby.logs import get_logger
 from hotstandby.spark_integration.options import SourceOptions
 from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, client_kwargs, id_key, message_id
@@ -53,6 +53,7 @@ class PulsarReadTask:
     end: str
     batch: str | None = None
     part: int = 0
+    copies: tuple[tuple[str, str], ...] = ()  # committed batches' newest copies: (origin, CopyMark text)
 
     def read(self) -> Iterator[pa.RecordBatch]:
         return read_pulsar_task(self)
@@ -168,17 +169,23 @@ class _PartitionReader:
             yield rows.flush()
 
 
-def _replan(center: ConfigCenter, replans: Replans, task: PulsarReadTask) -> Replan:
-    """The partition on the route's active cluster, from its first message to its last now."""
+def _replan(center: ConfigCenter, replans: Replans, task: PulsarReadTask, read: Copies) -> Replan:
+    """The partition on the route's active cluster, after the newest copy from there that the
+    query read (committed batches' and this task's, ``read``), or from its first message, to its
+    last now."""
     assert task.batch is not None
     route = center.route(task.options.route)
     spec = center.cluster(route.active)
+    marks: Copies = {task.topic: {o: CopyMark.parse(m) for o, m in task.copies}}
+    merge_copies(marks, read)
     cluster = PulsarCluster(spec, task.options)
     try:
         end = cluster.last_ids([task.topic])[task.topic]
+        start = cluster.after_copy(task.topic, copy_from(spec.name, marks[task.topic], route.clusters))
     finally:
         cluster.close()
-    plan = Replan(spec.name, route.epoch, (), {"earliest": 1}, ((task.topic, "", end),))
+    strategy = "replicated-source-position" if start else "earliest"
+    plan = Replan(spec.name, route.epoch, (), {strategy: 1}, ((task.topic, start, end),))
     stored = replans.claim(task.batch, task.part, plan)
     log.warning("spark.task_replanned", batch=task.batch, part=task.part, came_from=task.spec.name,
                 cluster=stored.cluster, epoch=stored.epoch, strategies=dict(stored.strategies))  # fmt: skip
@@ -195,11 +202,17 @@ def read_pulsar_task(task: PulsarReadTask) -> Iterator[pa.RecordBatch]:
             if end:
                 yield from reader.read(spec, plan.epoch, topic, start, end, lambda: False)
 
+    readers: list[_PartitionReader] = []
+
+    def reader_for(ledger: PartitionLedger, dedupe: bool) -> _PartitionReader:
+        readers.append(_PartitionReader(task, ledger, dedupe=dedupe))
+        return readers[-1]
+
     place = TaskPlace(task.options, task.spec, task.epoch, task.logical, task.partition, task.batch, task.part)
     yield from run_task(
         place,
-        lambda ledger, dedupe: _PartitionReader(task, ledger, dedupe=dedupe),
+        reader_for,
         lambda reader, moved: reader.read(task.spec, task.epoch, task.topic, task.start, task.end, moved),
-        lambda center, replans, _first: _replan(center, replans, task),
+        lambda center, replans, _first: _replan(center, replans, task, readers[-1].copies()),
         replanned,
     )

@@ -7,7 +7,8 @@ takes part in the one switch protocol:
 
 * ``drain`` — the old cluster's end offsets at the flip (when it answers) cap the batches
   planned from now on; the drain is done once a planned batch ends there (bounded by
-  ``hotstandby.drain.timeout.ms``). The next batch goes there at once, whatever
+  ``hotstandby.drain.timeout.ms``, counted from the end of the batch running at the flip, which
+  it waits for up to six times as long). The next batch goes there at once, whatever
   ``maxOffsetsPerTrigger`` says: a query far behind would otherwise leave most of its backlog
   on the old cluster when the timeout ends the drain, and what the new cluster does not hold
   (a remote copy whose origin came back empty) would never be read. Spark runs a batch's
@@ -53,6 +54,7 @@ log = get_logger("hotstandby.spark")
 
 _GATE_WAIT_S = 30.0  # latestOffset waits this long for a running switch, then plans nothing
 _PROBE_TIMEOUT_S = 2.0  # per broker of the cluster left, before its drain
+_RUNNING_BATCH = 6  # drain timeouts a drain waits at most for the batch running at the flip to end
 
 #: ``opener(spec, options, context)``: the plan for a cluster of the route's kind.
 PlanOpener = Callable[[ClusterSpec, SourceOptions, PlanContext], ClusterPlan]
@@ -91,6 +93,7 @@ class StreamPlanner:
         self._prepared: Arrival | None = None
         self._old: ClusterPlan | None = None
         self._planned: SourceOffset | None = since
+        self._asked = 0  # latestOffset calls: Spark asks once the running batch has ended
         self._seldom = Seldom(log)
         route = self._follower.initial_route
         try:
@@ -119,6 +122,7 @@ class StreamPlanner:
         if not self.gate.wait_open(_GATE_WAIT_S):
             return start
         with self._lock:
+            self._asked += 1
             arrival, cluster = self._arrival, self._cluster
             try:
                 if arrival is not None and (start.cluster, start.epoch) != (arrival.plan.spec.name, arrival.epoch):
@@ -146,10 +150,11 @@ class StreamPlanner:
         hints = patiently(lambda: self._staged.commit(batch_name(start)), self._options.settings.etcd_timeout)
         with self._lock:
             self._hints.merge(hints)
+            known = self._hints.copy()
             current = self._cluster if self._cluster.spec.name == end.cluster else None
         plan = current or self._opener(self._follower.cluster(end.cluster), self._options, self._context)
         try:
-            return plan.tasks(start, end, batch_name(end))
+            return plan.tasks(start, end, batch_name(end), known)
         finally:
             if plan is not current:
                 plan.close()
@@ -193,11 +198,17 @@ class StreamPlanner:
             return
         with self._lock:
             self._drain_to = target
+            asked = self._asked
 
             def drained() -> bool:
                 done = self._planned
                 return done is not None and done.cluster == cluster.spec.name and cluster.drained(done, target)
 
+            # Spark plans the next batch (to the target at once) only when the batch running at
+            # the flip has ended: the timeout counts from then, the wait for it is bounded apart.
+            # A drain cut short leaves records only the old cluster holds (copies from a cluster
+            # rebuilt empty since) behind for good.
+            self.gate.lock.wait_for(lambda: self._asked > asked or drained(), plan.drain_timeout_s * _RUNNING_BATCH)
             ok = self.gate.lock.wait_for(drained, plan.drain_timeout_s)
         log.info("spark.drained" if ok else "spark.drain_incomplete", cluster=cluster.spec.name)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hotstandby.configcenter import ConfigCenter
@@ -34,7 +34,7 @@ from hotstandby.failover.ledger.ledger import MAX_LEDGER_BYTES, PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.logs import get_logger
 
-__all__ = ["Copies", "CopyMark", "StagedAcks", "StagedPart", "SwitchHints", "copy_from", "read_on"]
+__all__ = ["Copies", "CopyMark", "StagedAcks", "StagedPart", "SwitchHints", "copy_from", "merge_copies", "read_on"]
 
 log = get_logger("hotstandby.ledger")
 
@@ -70,14 +70,15 @@ def read_on(cluster: str) -> str:
     return f"@{cluster}"
 
 
-def copy_from(target: str, copies: dict[str, CopyMark], clusters: Sequence[str]) -> CopyMark | None:
+def copy_from(target: str, copies: Mapping[str, CopyMark], clusters: Sequence[str]) -> CopyMark | None:
     """The newest copy read whose original is on ``target`` (its origin named, or read on the
     route's other cluster when the route has two), or None."""
     others = [c for c in clusters if c != target]
     return copies.get(target) or (copies.get(read_on(others[0])) if len(others) == 1 else None)
 
 
-def _merge_copies(into: Copies, more: Copies) -> None:
+def merge_copies(into: Copies, more: Copies) -> None:
+    """Add ``more`` to ``into``, keeping the newest copy per topic and origin."""
     for topic, origins in more.items():
         kept = into.setdefault(topic, {})
         for origin, mark in origins.items():
@@ -98,7 +99,7 @@ class SwitchHints:
             into = self.timestamps.setdefault(topic, {})
             for p, ts in stamps.items():
                 into[p] = max(ts, into.get(p, ts))
-        _merge_copies(self.copies, other.copies)
+        merge_copies(self.copies, other.copies)
 
     def copy(self) -> SwitchHints:
         out = SwitchHints()
