@@ -8,15 +8,19 @@ import uuid
 import pulsar
 import pytest
 
+from hotstandby.adapters.pulsar import Client
+from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM, identity_in
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.versioned import read_versioned
+from hotstandby.failover.ledger.staged import CopyMark, StagedAcks, StagedPart, read_on
 from hotstandby.refcluster import RefCluster
 from hotstandby.spark_integration.cluster_plan import ReadsPartition
 from hotstandby.spark_integration.kafka_read import ReadTask
 from hotstandby.spark_integration.options import parse_options
 from hotstandby.spark_integration.planning import Range, Task
-from hotstandby.spark_integration.pulsar_cluster import PulsarCluster
+from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, id_text
 from hotstandby.spark_integration.pulsar_read import PulsarReadTask
+from hotstandby.spark_integration.replan import Replans
 from tests.integration.kafka_helpers import create_topic, produce_values
 from tests.integration.test_spark_pulsar import send
 from tests.integration.test_spark_source import replicated
@@ -109,6 +113,93 @@ def test_a_pulsar_task_whose_cluster_died_reads_on_the_new_cluster_and_its_repla
         got, clusters = values_of(planned)
         assert sorted(got) == sorted(values), "every message of the range, read on pulsar-b, once"
         assert clusters == {"pulsar-b"}
+        again, _ = values_of(planned)
+        assert again == got, "a replay of the task reads exactly the same"
+    finally:
+        refcluster.restart("pulsar-a")
+
+
+def send_unbatched(rc: RefCluster, namespace: str, topic: str, values: list[str]) -> None:
+    """Unbatched: pulsar-client shows a copy's source position only on unbatched messages."""
+    client = Client("payments", etcd=f"127.0.0.1:{rc.ports.etcd}", namespace=namespace,
+                    logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))  # fmt: skip
+    try:
+        producer = client.create_producer(topic, batching_enabled=False)
+        for v in values:
+            producer.send(v.encode())
+    finally:
+        client.close()
+
+
+def copies_on(url: str, topic: str, cluster: str) -> list[tuple[str, CopyMark, str]]:
+    """The replicated copies on ``topic`` of ``url``: (their origin key, mark, message id text)."""
+    client = pulsar.Client(url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+    try:
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        out = []
+        while reader.has_message_available():
+            msg = reader.read_next(timeout_millis=5000)
+            props = msg.properties()
+            rid, position = identity_in(props, msg), props.get(REPL_SOURCE_POSITION)
+            if rid is not None and position is not None:
+                ledger, entry = (int(n) for n in position.split(":"))
+                key = props.get(REPLICATED_FROM) or read_on(cluster)
+                out.append((key, CopyMark(ledger, entry, rid), id_text(msg.message_id())))
+        return out
+    except pulsar.UnknownError:  # pulsar-lite, for a topic nothing was written to yet
+        return []
+    finally:
+        client.close()
+
+
+def test_a_pulsar_task_that_moves_starts_after_the_newest_copy_the_query_read(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """The query read pulsar-b's messages as copies on pulsar-a (committed batches); a task of
+    pulsar-a's own messages whose cluster dies reads pulsar-b from its newest original on, not
+    from the first message."""
+    topic = f"persistent://public/default/spc-{uuid.uuid4().hex[:8]}"
+    for cluster in ("pulsar-a", "pulsar-b"):
+        center.register_topic(cluster, topic)
+    with ConfigCenter.open(refcluster.settings()) as shared:  # the replicators read the default namespace
+        for cluster in ("pulsar-a", "pulsar-b"):
+            shared.register_topic(cluster, topic)
+    a, b = center.cluster("pulsar-a"), center.cluster("pulsar-b")
+    center.switch("payments", "pulsar-b", reason="test: written on pulsar-b first")
+    from_b = [f"b{i}" for i in range(40)]
+    send_unbatched(refcluster, namespace, topic, from_b)
+    wait_for(lambda: len(copies_on(a.url, topic, "pulsar-a")) >= len(from_b), timeout=60,
+             what="pulsar-b's messages copied to pulsar-a")  # fmt: skip
+    center.switch("payments", "pulsar-a", reason="test: then on pulsar-a")
+    from_a = [f"a{i}" for i in range(30)]
+    send_unbatched(refcluster, namespace, topic, from_a)
+    wait_for(lambda: values_on(b.url, topic) >= set(from_a), timeout=60, what="the copy on pulsar-b")
+
+    copies = copies_on(a.url, topic, "pulsar-a")
+    key, newest, last_copy = copies[-1]
+    group = f"q-{uuid.uuid4().hex[:6]}"
+    staged = StagedAcks(center, group)  # committed batches emitted the copies
+    staged.stage("b-0", 0, StagedPart.of(topic, 0, [mark.identity for _, mark, _ in copies]))
+    staged.commit("b-0")
+    options = parse_options({"hotstandby.route": "payments", "hotstandby.etcd": f"127.0.0.1:{refcluster.ports.etcd}",
+                             "hotstandby.namespace": namespace, "hotstandby.group": group, "topic": topic,
+                             "kafkaConsumer.pollTimeoutMs": "20000",
+                             "pulsar.client.operation_timeout_seconds": "5"}, streaming=True)  # fmt: skip
+    last = PulsarCluster(a, options)
+    try:
+        end = last.last_ids([topic])[topic]
+    finally:
+        last.close()
+    planned = PulsarReadTask(a, options, center.route("payments").epoch, topic, topic, 0, last_copy, end, "b-1", 0,
+                             ((key, newest.text()),))  # fmt: skip
+    refcluster.kill("pulsar-a")
+    try:
+        center.switch("payments", "pulsar-b", reason="test: pulsar-a died under a batch")
+        got, clusters = values_of(planned)
+        assert sorted(got) == sorted(from_a), "pulsar-a's messages of the range, read on pulsar-b, once"
+        assert clusters == {"pulsar-b"}
+        plan = Replans(center, group).get("b-1", 0)
+        assert plan is not None and dict(plan.strategies) == {"replicated-source-position": 1}
         again, _ = values_of(planned)
         assert again == got, "a replay of the task reads exactly the same"
     finally:
