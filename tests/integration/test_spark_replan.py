@@ -51,6 +51,17 @@ def values_on(url: str, topic: str) -> set[str]:
         client.close()
 
 
+def registered_topic(rc: RefCluster, center: ConfigCenter, prefix: str) -> str:
+    """A new Pulsar topic, registered on both clusters in the test's namespace and in the
+    default one, which the replicators read."""
+    topic = f"persistent://public/default/{prefix}-{uuid.uuid4().hex[:8]}"
+    with ConfigCenter.open(rc.settings()) as shared:
+        for c in (center, shared):
+            for cluster in ("pulsar-a", "pulsar-b"):
+                c.register_topic(cluster, topic)
+    return topic
+
+
 def test_a_task_whose_cluster_died_reads_on_the_new_cluster_and_its_replay_reads_the_same(
     refcluster: RefCluster, center: ConfigCenter, namespace: str
 ) -> None:
@@ -85,12 +96,7 @@ def test_a_task_whose_cluster_died_reads_on_the_new_cluster_and_its_replay_reads
 def test_a_pulsar_task_whose_cluster_died_reads_on_the_new_cluster_and_its_replay_reads_the_same(
     refcluster: RefCluster, center: ConfigCenter, namespace: str
 ) -> None:
-    topic = f"persistent://public/default/spr-{uuid.uuid4().hex[:8]}"
-    for cluster in ("pulsar-a", "pulsar-b"):
-        center.register_topic(cluster, topic)
-    with ConfigCenter.open(refcluster.settings()) as shared:  # the replicators read the default namespace
-        for cluster in ("pulsar-a", "pulsar-b"):
-            shared.register_topic(cluster, topic)
+    topic = registered_topic(refcluster, center, "spr")
     values = [f"v{i}" for i in range(60)]
     send(refcluster, namespace, topic, values)
     b = refcluster.cluster_spec("pulsar-b")
@@ -158,12 +164,7 @@ def test_a_pulsar_task_that_moves_starts_after_the_newest_copy_the_query_read(
     """The query read pulsar-b's messages as copies on pulsar-a (committed batches); a task of
     pulsar-a's own messages whose cluster dies reads pulsar-b from its newest original on, not
     from the first message."""
-    topic = f"persistent://public/default/spc-{uuid.uuid4().hex[:8]}"
-    for cluster in ("pulsar-a", "pulsar-b"):
-        center.register_topic(cluster, topic)
-    with ConfigCenter.open(refcluster.settings()) as shared:  # the replicators read the default namespace
-        for cluster in ("pulsar-a", "pulsar-b"):
-            shared.register_topic(cluster, topic)
+    topic = registered_topic(refcluster, center, "spc")
     a, b = center.cluster("pulsar-a"), center.cluster("pulsar-b")
     center.switch("payments", "pulsar-b", reason="test: written on pulsar-b first")
     from_b = [f"b{i}" for i in range(40)]
