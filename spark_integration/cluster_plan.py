@@ -24,11 +24,13 @@ __all__ = ["Arrival", "ClusterPlan", "PlanContext", "ReadsPartition"]
 @dataclass(frozen=True)
 class PlanContext:
     """What a plan needs from the route: its clusters and the replication links (read anew),
-    and the topics registered in the config center for a cluster (Pulsar's ``topicsPattern``)."""
+        the topics registered in the config center for a cluster (Pulsar's ``topicsPattern``), and the
+    route's other clusters' settings (a detour reads one of them)."""
 
     clusters: Callable[[], Sequence[str]]
     links: Callable[[], Mapping[tuple[str, str], Link]]
     registered: Callable[[str], Sequence[str]] = lambda cluster: ()
+    spec: Callable[[str], ClusterSpec] | None = None  # another cluster of the route, by name
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
 from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
 from hotstandby.spark_integration.kafka_cluster import KafkaCluster
+from hotstandby.spark_integration.kafka_detour import detour
 from hotstandby.spark_integration.kafka_read import ReadTask
 from hotstandby.spark_integration.offsets import SourceOffset
 from hotstandby.spark_integration.options import EARLIEST, LATEST, MessageIds, SourceOptions
@@ -102,6 +103,11 @@ class KafkaPlan:
             log.warning("spark.partitions_rebuilt", cluster=self.spec.name, epoch=start.epoch,
                         partitions=sorted(f"{t}[{p}]" for t, p in reset))  # fmt: skip
             starts.update(reset)
+            way = detour(self._context, self._options, self.spec.name, reset, {**topics, **start.logical})
+            if way is not None and way.ranges:  # a batch of the copies alone; the new topic after it
+                logical = {**start.logical, **{t: lg for t, lg in topics.items() if t != lg}}
+                return SourceOffset(start.route, start.epoch, start.cluster, _nested({**begin, **starts}), logical,
+                                    _nested(starts), topic_ids=ids, detour=way)  # fmt: skip
         latest = {s: high for s, (_, high) in marks.items()}
         if drain_to is not None:
             latest = {s: min(high, drain_to.get(s, high)) for s, high in latest.items()}
@@ -135,6 +141,7 @@ class KafkaPlan:
         positions = _flat(planned.positions) if planned is not None else {}
         ids = self.cluster.topic_ids(topics)
         self._ids_checked = True
+        way = None
         if planned is not None and plan.destination.name == planned.cluster:
             # Back on the cluster the positions were taken on, after flips away: they hold
             # unless a topic there was created again meanwhile (the cluster rebuilt empty).
@@ -143,6 +150,7 @@ class KafkaPlan:
             if again:
                 log.warning("spark.topics_recreated", cluster=self.spec.name, epoch=planned.epoch,
                             partitions=sorted(f"{t}[{p}]" for t, p in again))  # fmt: skip
+                way = detour(self._context, self._options, self.spec.name, again, {**topics, **planned.logical})
             starts = {s: again.get(s, positions.get(s, marks[s][0])) for s in slots}
             strategies: Counter[str] = Counter({"same-cluster": len(slots) - len(again)})
             if again:
@@ -152,24 +160,38 @@ class KafkaPlan:
             starts, strategies = self.cluster.start_positions(previous, topics, slots, plan.links)
         logical = {t: lg for t, lg in topics.items() if t != lg}
         offset = SourceOffset(plan.target.name, plan.target.epoch, self.spec.name, _nested(starts), logical,
-                              _nested(starts), topic_ids=ids)  # fmt: skip
+                              _nested(starts), topic_ids=ids, detour=way)  # fmt: skip
         return Arrival(self, offset, dict(strategies), plan.source.name, plan.current.epoch)
 
     def crossing(self, start: SourceOffset, arrival: Arrival, limit: int | None) -> SourceOffset:
         starts = _flat(arrival.starts.starts)
-        marks = self.cluster.watermarks(starts)
-        ends = cap(starts, {s: max(high, starts[s]) for s, (_, high) in marks.items()}, limit)
+        way = arrival.starts.detour
+        if way is not None and way.ranges:  # a batch of the copies alone; this cluster after it
+            ends = dict(starts)
+        else:
+            marks = self.cluster.watermarks(starts)
+            ends = cap(starts, {s: max(high, starts[s]) for s, (_, high) in marks.items()}, limit)
         switch: dict[str, Any] = {"from": arrival.came_from, "from_epoch": arrival.came_from_epoch,
                                   "strategies": dict(sorted(arrival.strategies.items()))}  # fmt: skip
         return SourceOffset(start.route, arrival.epoch, self.spec.name, _nested(ends), dict(arrival.starts.logical),
-                            arrival.starts.starts, switch, topic_ids=arrival.starts.topic_ids)  # fmt: skip
+                            arrival.starts.starts, switch, topic_ids=arrival.starts.topic_ids, detour=way)  # fmt: skip
 
     def tasks(self, start: SourceOffset, end: SourceOffset, batch: str, hints: SwitchHints) -> list[ReadsPartition]:
         tasks = plan_tasks(batch_ranges(start, end), end.logical_of, self._options.min_partitions)
         gone = self._recreated_since(end) if self._first_tasks else set()
         self._first_tasks = False
-        return [ReadTask(self.spec, self._options, end.epoch, task, batch, i,
-                         rebuilt=any(r.topic in gone for r in task.ranges)) for i, task in enumerate(tasks)]  # fmt: skip
+        out: list[ReadsPartition] = [ReadTask(self.spec, self._options, end.epoch, task, batch, i,
+                                              rebuilt=any(r.topic in gone for r in task.ranges))
+                                     for i, task in enumerate(tasks)]  # fmt: skip
+        way = end.detour
+        if way is not None and way.ranges and self._context.spec is not None:
+            spec = self._context.spec(way.cluster)
+            logical = {t: lg for t, lg, *_ in way.ranges}
+            there = plan_tasks([Range(t, p, a, b) for t, _, p, a, b in way.ranges], lambda t: logical.get(t, t),
+                               self._options.min_partitions)  # fmt: skip
+            out.extend(ReadTask(spec, self._options, end.epoch, task, batch, len(out) + i, detour=True)
+                       for i, task in enumerate(there))  # fmt: skip
+        return out
 
     def _recreated_since(self, end: SourceOffset) -> set[str]:
         """The topics of ``end`` created again since it was planned. Asked for the first batch a

@@ -67,6 +67,7 @@ class ReadTask:
     batch: str | None = None  # streaming: the batch's name for staged acknowledgements
     part: int = 0
     rebuilt: bool = False  # a topic of its ranges was created again since the batch was planned
+    detour: bool = False  # on another cluster than the route's, on purpose (:mod:`.kafka_detour`)
 
     def read(self) -> Iterator[pa.RecordBatch]:
         return read_task(self)
@@ -294,7 +295,7 @@ def read_task(rt: ReadTask) -> Iterator[pa.RecordBatch]:
     yield from run_task(
         place,
         lambda ledger, dedupe: _TaskReader(rt.options, task, ledger, dedupe=dedupe),
-        lambda reader, moved: reader.read(rt.spec, rt.epoch, task.ranges, moved),
+        lambda reader, moved: reader.read(rt.spec, rt.epoch, task.ranges, (lambda: False) if rt.detour else moved),
         lambda center, replans, first: _replan(center, replans, rt, first),
         replanned,
     )

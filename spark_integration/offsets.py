@@ -16,7 +16,9 @@ not cover — new partitions, or every partition of the cluster a switch moved t
 ``switch`` says which strategies chose those starts). So a batch's ranges follow from its two
 offsets alone, and a replayed batch reads exactly what the first attempt read. On Kafka,
 ``topic_ids`` keeps each physical topic's id, so that offsets taken on a topic since created
-again (a cluster rebuilt empty) are never used on the new one.
+again (a cluster rebuilt empty) are never used on the new one; the batch after such a topic is
+found carries a ``detour``: ranges on another cluster of the route, where the copies of what the
+old topic held past the query's positions are (see :class:`Detour`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 
 from hotstandby.errors import ValidationError
 
-__all__ = ["Positions", "SourceOffset", "read_positions"]
+__all__ = ["Detour", "Positions", "SourceOffset", "read_positions"]
 
 #: physical topic -> partition -> offset
 Positions = Mapping[str, Mapping[int, int]]
@@ -81,6 +83,28 @@ def _read_topic_ids(doc: Mapping[str, Any]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class Detour:
+    """A batch's ranges on another cluster than its own: ``(physical topic, logical topic,
+    partition, start, end)`` on ``cluster``."""
+
+    cluster: str
+    ranges: tuple[tuple[str, str, int, int, int], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cluster": self.cluster, "ranges": [list(r) for r in self.ranges]}
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> Detour:
+        try:
+            ranges = tuple((str(t), str(lg), int(p), int(a), int(b)) for t, lg, p, a, b in doc["ranges"])
+            return cls(str(doc["cluster"]), ranges)
+        except (KeyError, TypeError, ValueError):
+            raise ValidationError(
+                _WHAT, "'detour' must be {cluster, ranges: [[topic, logical, partition, start, end]]}"
+            ) from None
+
+
+@dataclass(frozen=True)
 class SourceOffset:
     """One end of a micro-batch (see the module docs)."""
 
@@ -98,6 +122,7 @@ class SourceOffset:
     #: Kafka: each physical topic's id when its positions were taken (a topic created again,
     #: or a cluster rebuilt, has a new id; its offsets then name other records).
     topic_ids: Mapping[str, str] = field(default_factory=dict)
+    detour: Detour | None = None
 
     def logical_of(self, physical: str) -> str:
         return self.logical.get(physical, physical)
@@ -123,6 +148,8 @@ class SourceOffset:
             out["topic_ids"] = {t: self.topic_ids[t] for t in sorted(self.topic_ids)}
         if self.switch:
             out["switch"] = dict(self.switch)
+        if self.detour is not None:
+            out["detour"] = self.detour.to_dict()
         return out
 
     @classmethod
@@ -149,4 +176,5 @@ class SourceOffset:
             ids=_read_ids(doc, "ids"),
             starts_ids=_read_ids(doc, "starts_ids"),
             topic_ids=_read_topic_ids(doc),
+            detour=Detour.from_dict(doc["detour"]) if "detour" in doc else None,
         )

@@ -82,7 +82,7 @@ class StreamPlanner:
         self._follower = RouteFollower(client, kind, role="spark", labels={"group": group})
         center = self._follower.center
         self._context = PlanContext(clusters=lambda: self._follower.route.clusters, links=center.links,
-                                    registered=center.registered_topics)  # fmt: skip
+                                    registered=center.registered_topics, spec=center.cluster)  # fmt: skip
         self._lock = threading.RLock()
         self.gate = SwitchGate(self._lock)
         self._staged = StagedAcks(self._follower.center, group, owner=client.client_id)

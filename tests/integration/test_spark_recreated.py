@@ -1,6 +1,7 @@
 """A query restarted from its checkpoint after the route left its cluster and came back to it,
 while the topic there was deleted and created again (a cluster rebuilt empty): the offsets in
-the checkpoint name records of the old topic, and the new one is read from its start.
+the checkpoint name records of the old topic; what the old topic held past them is read from
+its copies on kafka-b, and the new one from its start.
 
 The stream reader's methods are called as Spark's driver calls them, without a Spark session:
 what is tested is the planner's choice of positions, which a session would only slow down."""
@@ -72,7 +73,7 @@ def run_batches(reader: HotStandbyStreamReader, start: dict[str, Any], want: int
 
 
 @pytest.mark.parametrize("flips", [True, False], ids=["route-left-and-came-back", "route-stayed"])
-def test_a_query_restarted_on_a_topic_created_again_reads_the_new_topic_from_its_start(
+def test_a_query_restarted_on_a_topic_created_again_reads_the_old_tail_elsewhere_then_the_new_topic(
     refcluster: RefCluster, center: ConfigCenter, namespace: str, flips: bool
 ) -> None:
     topic = f"rc-{uuid.uuid4().hex[:8]}"
@@ -91,8 +92,12 @@ def test_a_query_restarted_on_a_topic_created_again_reads_the_new_topic_from_its
         first.stop()
     assert sorted(got) == sorted(old)
 
-    # While the query is down the topic on kafka-a is created again (the route leaving kafka-a
-    # meanwhile and coming back, or not); the new topic grows past the checkpoint's position.
+    # While the query is down the old topic grows past the checkpoint (copied to kafka-b), then
+    # is created again on kafka-a (the route leaving kafka-a meanwhile and coming back, or
+    # not); the new topic grows past the checkpoint's position.
+    tail = [f"tail-{i}" for i in range(30)]
+    produce_values(refcluster, namespace, topic, tail)
+    replicated(refcluster, topic, len(old) + len(tail))
     if flips:
         center.switch("orders", "kafka-b", reason="test: kafka-a rebuilt")
     recreate(refcluster, topic)
@@ -103,10 +108,10 @@ def test_a_query_restarted_on_a_topic_created_again_reads_the_new_topic_from_its
 
     again = HotStandbyStreamReader(opts)
     try:
-        got, _ = run_batches(again, checkpoint, len(new))
+        got, _ = run_batches(again, checkpoint, len(tail) + len(new))
     finally:
         again.stop()
-    assert sorted(got) == sorted(new), "every record of the new topic once, none of the old one"
+    assert sorted(got) == sorted(tail + new), "the old topic's tail (its copies on kafka-b), then the new topic, once"
 
 
 def read_batch(reader: HotStandbyStreamReader, start: dict[str, Any], end: dict[str, Any]) -> list[str]:

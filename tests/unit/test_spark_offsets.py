@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hotstandby.errors import ValidationError
-from hotstandby.spark_integration.offsets import SourceOffset
+from hotstandby.spark_integration.offsets import Detour, SourceOffset
 
 topics = st.sampled_from(["orders", "kafka-a.orders", "payments", "a/b", "ü"])
 partition_maps = st.dictionaries(st.integers(0, 2000), st.integers(0, 2**62), min_size=1, max_size=6)
@@ -174,3 +174,15 @@ def test_topic_ids_come_back_from_the_checkpoint_and_are_written_only_when_known
     assert doc["topic_ids"] == {"t": "AaIcqjIbd4Cje6BBr75kUw"}
     assert SourceOffset.from_dict(doc) == offset
     assert "topic_ids" not in SourceOffset("r", 2, "kafka-a", {"t": {0: 5}}).to_dict(), "a checkpoint of before"
+
+
+def test_a_detour_round_trips_and_a_malformed_one_is_refused() -> None:
+    way = Detour("kafka-b", (("kafka-a.orders", "orders", 0, 0, 40), ("orders", "orders", 0, 3, 9)))
+    offset = SourceOffset("orders", 3, "kafka-a", {"orders": {0: 0}}, starts={"orders": {0: 0}}, detour=way)
+    doc = json.loads(json.dumps(offset.to_dict()))
+    assert doc["detour"] == {"cluster": "kafka-b", "ranges": [["kafka-a.orders", "orders", 0, 0, 40],
+                                                              ["orders", "orders", 0, 3, 9]]}  # fmt: skip
+    assert SourceOffset.from_dict(doc) == offset
+    for bad in ({"cluster": "kafka-b"}, {"cluster": "kafka-b", "ranges": [["t", 0, 1]]}, "kafka-b"):
+        with pytest.raises(ValidationError):
+            SourceOffset.from_dict({**doc, "detour": bad})
