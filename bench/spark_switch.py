@@ -138,8 +138,16 @@ def main() -> int:
         arrived: list[tuple[float, int, frozenset[str]]] = []  # (when, batch id, clusters)
         lock = threading.Lock()
 
+        failures: list[str] = []
+
         def sink(df: Any, batch_id: int) -> None:
-            clusters = frozenset(r.cluster for r in df.select("cluster").distinct().collect())
+            try:
+                clusters = frozenset(r.cluster for r in df.select("cluster").distinct().collect())
+            except Exception as exc:
+                # Spark matches a foreachBatch error's message against a regex that overflows the
+                # stack on a long one, and the query then dies without an exception to report.
+                failures.append(f"batch {batch_id}: {str(exc)[:4000]}")
+                raise
             with lock:
                 arrived.append((time.time(), batch_id, clusters))
 
@@ -169,13 +177,16 @@ def main() -> int:
                     deadline = flipped + 120
                     first = None
                     while first is None and time.time() < deadline:
-                        if query.exception() is not None:
-                            raise RuntimeError(f"the query failed: {query.exception()}")
+                        if query.exception() is not None or failures:
+                            raise RuntimeError(f"the query failed: {query.exception() or failures[0]}")
                         with lock:
                             first = next((a for a in arrived if a[0] > flipped and target in a[2]), None)
                         time.sleep(0.05)
                     if first is None:
-                        raise RuntimeError(f"no batch from {target} within 120 s of flip {k + 1}")
+                        raise RuntimeError(
+                            f"no batch from {target} within 120 s of flip {k + 1}"
+                            + (f"; {failures[0]}" if failures else "")
+                        )
                     flips.append({"to": target, "at": flipped, "arrived": first[0], "batch": first[1]})
                     if args.kill_primary:
                         rc.restart(now.active)
