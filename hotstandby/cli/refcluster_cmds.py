@@ -25,7 +25,8 @@ def _cluster(args: argparse.Namespace) -> RefCluster:
             raise SystemExit(f"--port expects NAME=PORT, got {item!r}")
         overrides[name] = int(port)
     return RefCluster(args.dir, Ports().with_overrides(overrides), namespace=args.namespace or "/hotstandby",
-                      secure=getattr(args, "secure", False), brokers=getattr(args, "brokers", None) or "lite")  # fmt: skip
+                      secure=getattr(args, "secure", False), brokers=getattr(args, "brokers", None) or "lite",
+                      etcd_members=getattr(args, "etcd_members", 1))  # fmt: skip
 
 
 def _connection(rc: RefCluster) -> tuple[dict[str, Any], str]:
@@ -60,9 +61,13 @@ def up(args: argparse.Namespace) -> int:
         print(f"hotstandby: the reference cluster in {rc.dir} is up with --brokers {rc.brokers}; "
               "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
         return 1
+    if not fresh and args.etcd_members != rc.etcd_members:
+        print(f"hotstandby: the reference cluster in {rc.dir} is up with --etcd-members {rc.etcd_members}; "
+              "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
+        return 1
     connection, reach = _connection(rc)
     data = {"already_up": not fresh, "dir": str(rc.dir), "brokers": rc.brokers, **connection,
-            "seconds": round(elapsed, 2)}  # fmt: skip
+            "etcd_members": rc.etcd_members, "seconds": round(elapsed, 2)}  # fmt: skip
     routes = " and ".join(f"{s.route} ({s.brokers[0]})" for s in rc.flavour.systems)
     human = (
         f"reference cluster is already up in {rc.dir}: {reach}"
@@ -172,7 +177,7 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
         "--port",
         action="append",
         metavar="NAME=PORT",
-        help="override a port: etcd, etcd_peer, kafka-a, kafka-b, pulsar-a, pulsar-b (apache also: "
+        help="override a port: etcd, etcd_peer (etcd-2, etcd-2-peer, etcd-3, etcd-3-peer), kafka-a, kafka-b, pulsar-a, pulsar-b (apache also: "
         "kafka-a-controller, kafka-b-controller, pulsar-a-http, pulsar-b-http, pulsar-a-bookie, pulsar-b-bookie)",
     )
     p = rsub.add_parser("up", parents=[common, local], help="start etcd and the four brokers, register routes")
@@ -183,6 +188,8 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
                    help="seconds to wait for every process to answer (default 60 lite, 240 apache)")  # fmt: skip
     p.add_argument("--secure", action="store_true",
                    help="etcd with TLS and authentication: a generated CA, root and a user per role")  # fmt: skip
+    p.add_argument("--etcd-members", type=int, choices=(1, 3), default=1,
+                   help="etcd members (3: as etcd runs in production; ports etcd-2, etcd-3 and their -peer)")  # fmt: skip
     p.set_defaults(func=up)
     p = rsub.add_parser("down", parents=[common, local], help="stop every process started by up")
     p.set_defaults(func=down)

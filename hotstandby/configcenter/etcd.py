@@ -9,6 +9,12 @@ Two pyetcd defaults are changed on purpose:
   keepalive pings so a dead peer is noticed while a call (a watch) is in flight. Not without
   one: etcd counts a ping on an idle connection as a strike (``PermitWithoutStream`` is off)
   and after three closes it with ``GOAWAY too_many_pings``, which grpc prints to stderr.
+
+One call waits at most 2.5 s (or the store's timeout, if shorter). A write that reaches a
+three-member etcd while it elects a new leader is dropped without an answer (raft drops
+proposals it has no leader for), and would hold its caller for the whole timeout; the callers
+that must store something try again until their own deadline, by when a new leader leads
+(1 to 2 s). Reads are tried again here, within the timeout.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -51,6 +58,8 @@ _GRPC_OPTIONS = [
     ("grpc.max_reconnect_backoff_ms", 1_000),
 ]
 _ENDPOINT_RETRY_S = 0.5
+_READ_RETRY_FIRST_S, _READ_RETRY_MAX_S = 0.05, 0.5
+_ATTEMPT_S = 2.5  # one call's deadline (see the module doc)
 _CANCELLED = object()  # put in a watch's queue by cancel()
 
 _UNAVAILABLE = (
@@ -148,7 +157,8 @@ def _token_expired(exc: BaseException) -> bool:
 
 
 class EtcdStore(KVStore):
-    """etcd v3 over grpc. ``timeout`` bounds every call, including watch creation. With
+    """etcd v3 over grpc. ``timeout`` bounds every call, including watch creation (one try
+    of a write at most 2.5 s of it, see the module doc). With
     ``security``: TLS and a user's credentials; a lapsed auth token is renewed once per call."""
 
     def __init__(
@@ -175,7 +185,8 @@ class EtcdStore(KVStore):
             )
             for e in self.endpoints
         ]
-        return pyetcd.MultiEndpointEtcd3Client(endpoints=eps, timeout=self._timeout, failover=True,
+        attempt = min(self._timeout, _ATTEMPT_S)
+        return pyetcd.MultiEndpointEtcd3Client(endpoints=eps, timeout=attempt, failover=True,
                                                user=self._security.user, password=self._security.password)  # fmt: skip
 
     def call(self, fn: Callable[[Any], T]) -> T:
@@ -196,14 +207,30 @@ class EtcdStore(KVStore):
                 client = self._client
             return fn(client)
 
+    def read(self, fn: Callable[[Any], T]) -> T:
+        """A read through :meth:`call`, tried again (on another member: pyetcd moves on from
+        one that failed) while etcd is unavailable, within the store's timeout. A three-member
+        etcd electing a leader answers "leader changed" for a second or so; a read is safe to
+        repeat, a write is not (its first try may have been applied)."""
+        deadline = time.monotonic() + self._timeout
+        delay = _READ_RETRY_FIRST_S
+        while True:
+            try:
+                return self.call(fn)
+            except ConfigCenterUnavailable:
+                if time.monotonic() + delay >= deadline:
+                    raise
+            time.sleep(delay)  # bounded by the deadline: a pause between tries, not a wait for an event
+            delay = min(delay * 2, _READ_RETRY_MAX_S)
+
     def get(self, key: str) -> KeyValue | None:
-        value, meta = self.call(lambda c: c.get(key))
+        value, meta = self.read(lambda c: c.get(key))
         if meta is None:
             return None
         return KeyValue(key, bytes(value), meta.mod_revision)
 
     def get_prefix(self, prefix: str) -> tuple[list[KeyValue], int]:
-        resp = self.call(lambda c: c.get_prefix_response(prefix, sort_order="ascend", sort_target="key"))
+        resp = self.read(lambda c: c.get_prefix_response(prefix, sort_order="ascend", sort_target="key"))
         kvs = [KeyValue(kv.key.decode(errors="replace"), bytes(kv.value), kv.mod_revision) for kv in resp.kvs]
         return kvs, resp.header.revision
 
@@ -227,7 +254,7 @@ class EtcdStore(KVStore):
             return list(responses)
 
         found: dict[str, KeyValue | None] = dict.fromkeys(keys)
-        for key, kvs in zip(keys, self.call(call), strict=True):
+        for key, kvs in zip(keys, self.read(call), strict=True):
             for value, meta in kvs:
                 found[key] = KeyValue(key, bytes(value), meta.mod_revision)
         return found

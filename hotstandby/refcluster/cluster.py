@@ -8,13 +8,11 @@ process answers a real protocol request, registers clusters, links and the route
 and ``payments`` in etcd, and writes the flavour, ports, PIDs and log paths to
 ``<dir>/state.json``. ``down`` stops by PID what that file lists.
 
-Default ports (override any of them, ``refcluster/ports.py``): etcd 2379 (peer 2380), kafka-a
-9092, kafka-b 9093, pulsar-a 6650, pulsar-b 6651.
-
-``secure=True`` (``refcluster up --secure``) starts etcd with TLS and authentication: a
-generated CA, a root user and a user per role (``refcluster/etcd_access.py``). The replicators
-then connect as ``replicator``; :meth:`RefCluster.settings` and :meth:`RefCluster.client_config`
-name the user a client connects as.
+Default ports (override any, ``refcluster/ports.py``): etcd 2379 (peer 2380; one member or
+three, ``refcluster/etcd_members.py``), kafka-a 9092, kafka-b 9093, pulsar-a 6650, pulsar-b
+6651. ``secure=True`` (``refcluster up --secure``) starts etcd with TLS and authentication
+(``refcluster/etcd_access.py``); :meth:`RefCluster.settings` and
+:meth:`RefCluster.client_config` name the user a client connects as.
 """
 
 from __future__ import annotations
@@ -34,14 +32,14 @@ from hotstandby.configcenter.documents import ClusterSpec, Link, utc_now_iso
 from hotstandby.errors import ConfigCenterError, RefClusterError
 from hotstandby.failover.probe import ProtocolError, probe_cluster
 from hotstandby.logs import get_logger
-from hotstandby.refcluster.binaries import find_binaries
 from hotstandby.refcluster.etcd_access import ROOT, EtcdAccess
+from hotstandby.refcluster.etcd_members import client_ports, leader, member_argv, member_names, member_ready, port_names
 from hotstandby.refcluster.flavours import FLAVOURS, Brokers, Flavour, flavour
 from hotstandby.refcluster.flow_status import read_status
 from hotstandby.refcluster.ports import Ports, check_ports_free
 from hotstandby.refcluster.processes import is_running, spawn, stop_pid, wait_ready
 from hotstandby.refcluster.replicators import status_path
-from hotstandby.refcluster.system import HOST, BrokerOptions, FlowPlan
+from hotstandby.refcluster.system import BrokerOptions, FlowPlan
 from hotstandby.settings import Settings
 
 __all__ = ["BROKERS", "COMPONENTS", "REPLICATORS", "Ports", "RefCluster", "default_dir"]
@@ -73,18 +71,21 @@ class RefCluster:
         pulsar_partitions: int = 0,
         secure: bool = False,
         brokers: Brokers | str = "lite",
+        etcd_members: int = 1,
     ) -> None:
         """``pulsar_partitions``: the partitions every topic the Pulsar brokers create gets (0:
         topics are not partitioned; pulsar-lite cannot do both, see docs/refcluster.md).
         ``secure``: etcd with TLS and authentication. ``brokers``: ``lite`` (look-alikes from
-        wheels) or ``apache`` (the real systems, jars from Maven Central). A running cluster
-        keeps what it was started with."""
+        wheels) or ``apache`` (the real systems, jars from Maven Central). ``etcd_members``: 1 or
+        3 (``refcluster/etcd_members.py``). A running cluster keeps what it was started with."""
         self.dir = Path(directory) if directory else default_dir()
         self.requested_ports = ports or Ports()
         self.namespace = namespace
         self.pulsar_partitions = pulsar_partitions
         self.requested_secure = secure
         self.requested_flavour = flavour(brokers)
+        member_names(etcd_members)  # refuses another count before anything starts
+        self.requested_etcd_members = etcd_members
         self._children: dict[str, Any] = {}
         self._plans: dict[str, FlowPlan] = {}  # the replicators' plans for their current start
 
@@ -131,16 +132,28 @@ class RefCluster:
         return self.flavour.name
 
     @property
+    def etcd_members(self) -> int:
+        """How many members etcd runs: the running cluster's, else the requested count."""
+        state = self.state()
+        return int(state.get("etcd_members", 1)) if state else self.requested_etcd_members
+
+    etcd_names = property(lambda self: member_names(self.etcd_members), doc="etcd's members (``etcd`` first).")
+
+    @property
     def components(self) -> tuple[str, ...]:
-        """etcd, the brokers and the replicator processes of this cluster."""
-        return self.flavour.components
+        """etcd's members, the brokers and the replicator processes of this cluster."""
+        return (*self.etcd_names, *self.flavour.components[1:])
 
     @property
     def replicators(self) -> tuple[str, ...]:
         return self.flavour.replicators
 
     def etcd_access(self, ports: Ports | None = None) -> EtcdAccess:
-        return EtcdAccess(self.dir, (ports or self.ports).etcd, secure=self.secure)
+        return EtcdAccess(self.dir, client_ports(ports or self.ports, self.etcd_members), secure=self.secure)
+
+    def etcd_leader(self) -> str:
+        """The etcd member that leads now (``etcd`` with a single member)."""
+        return leader(self.etcd_access(), self.ports, self.etcd_members)
 
     def settings(self, user: str = ROOT) -> Settings:
         """Settings that point a client at this cluster's etcd (as ``user`` when it is secure)."""
@@ -196,17 +209,8 @@ class RefCluster:
     def _argv(self, component: str, ports: Ports) -> list[str]:
         if component in self.replicators:
             return self._flow(component, ports).argv
-        if component == "etcd":
-            peer = f"http://{HOST}:{ports.etcd_peer}"
-            access = self.etcd_access(ports)
-            client = access.url if access.secure else f"http://{access.url}"
-            return [
-                find_binaries().etcd, "--name", "hs-ref", "--data-dir", str(self.dir / "etcd-data"),
-                "--listen-client-urls", client, "--advertise-client-urls", client,
-                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                "--initial-cluster", f"hs-ref={peer}", "--initial-cluster-token", "hs-ref",
-                "--log-level", "warn", "--unsafe-no-fsync", *access.server_args(),
-            ]  # fmt: skip
+        if component in self.etcd_names:
+            return member_argv(component, self.etcd_members, ports, self.dir, self.etcd_access(ports))
         options = BrokerOptions(pulsar_partitions=self.pulsar_partitions)
         return self.flavour.system_of(component).broker_argv(component, ports, self.dir, options)
 
@@ -216,16 +220,11 @@ class RefCluster:
         if component in self.replicators:
             plan = self._flow(component, ports)
             return (lambda: plan.ready(started_at)), plan.retry_on
-        if component == "etcd":
+        if component in self.etcd_names:
             # Before auth is enabled (a fresh start) no credentials; afterwards (a restart) root's.
             user = ROOT if (self.state() or {}).get("auth") else None
-            settings = self.etcd_access(ports).settings(self.namespace, user, timeout=1.0)
-
-            def check_etcd() -> None:
-                with ConfigCenter.open(settings) as center:
-                    center.clusters()  # one read: etcd answers
-
-            return check_etcd, (ConfigCenterError,)
+            member = EtcdAccess(self.dir, ports.of(component), secure=self.secure)
+            return member_ready(member, self.namespace, user), (ConfigCenterError,)
         spec = self.cluster_spec(component, ports)
         system = self.flavour.system_of(component)
 
@@ -255,7 +254,7 @@ class RefCluster:
         if component in self.replicators:
             env.update(self.etcd_access(ports).environ("replicator"))
             env.update(self._flow(component, ports).env)
-        elif component != "etcd":
+        elif component not in self.etcd_names:
             env.update(self.flavour.system_of(component).broker_env())
         return env
 
@@ -291,21 +290,21 @@ class RefCluster:
         if self.state() is not None:
             log.warning("refcluster.partial", running=self.running())
             self.down()
-        ports, flavour = self.requested_ports, self.requested_flavour
+        ports, flavour, members = self.requested_ports, self.requested_flavour, self.requested_etcd_members
         self._plans.clear()
         self.dir.mkdir(parents=True, exist_ok=True)
         for system in flavour.systems:
             system.prepare(self.dir, notes)
-        check_ports_free(ports, flavour.port_names())
-        for name in flavour.brokers:  # data left by an earlier run (brokers that keep it on disk)
+        check_ports_free(ports, (*port_names(members), *flavour.port_names()))
+        brokers = (*member_names(members), *flavour.brokers[1:])
+        for name in brokers:  # data left by an earlier run (brokers that keep it on disk)
             shutil.rmtree(self.dir / f"{name}-data", ignore_errors=True)
         state: dict[str, Any] = {"version": 1, "started_at": utc_now_iso(), "namespace": self.namespace,
-                                 "brokers": flavour.name, "ports": asdict(ports), "secure": self.requested_secure,
+                                 "brokers": flavour.name, "ports": asdict(ports), "secure": self.requested_secure, "etcd_members": members,
                                  "components": {}}  # fmt: skip
         deadline = time.monotonic() + timeout
         try:
-            # Brokers first; the replicators need them and the registered links.
-            brokers = flavour.brokers
+            # etcd and the brokers first; the replicators need them and the registered links.
             for phase in (brokers, flavour.replicators):
                 for component in phase:
                     state["components"][component] = self._start(component, ports, self._argv(component, ports))

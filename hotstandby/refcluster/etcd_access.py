@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -42,17 +43,22 @@ ROLE_USERS = {"admin": "hotstandby-admin", "sre": "hotstandby-sre", "app": "hots
 
 
 class EtcdAccess:
-    """The reference etcd at ``port``, for the cluster in ``directory``."""
+    """The reference etcd whose members listen on ``ports``, for the cluster in ``directory``."""
 
-    def __init__(self, directory: Path, port: int, *, secure: bool) -> None:
+    def __init__(self, directory: Path, ports: int | Sequence[int], *, secure: bool) -> None:
         self.directory = Path(directory)
-        self.port = port
+        self.ports = (ports,) if isinstance(ports, int) else tuple(ports)
+        self.port = self.ports[0]
         self.secure = secure
+
+    def member_url(self, port: int) -> str:
+        """One member's endpoint as clients name it (``https://`` when secure)."""
+        return f"https://{HOST}:{port}" if self.secure else f"{HOST}:{port}"
 
     @property
     def url(self) -> str:
-        """The endpoint as clients name it (``https://`` when secure)."""
-        return f"https://{HOST}:{self.port}" if self.secure else f"{HOST}:{self.port}"
+        """Every member's endpoint, comma-separated, as clients and ``HOTSTANDBY_ETCD`` take them."""
+        return ",".join(self.member_url(port) for port in self.ports)
 
     @property
     def ca(self) -> Path:

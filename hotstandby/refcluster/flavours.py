@@ -52,8 +52,8 @@ class Flavour:
         return self.brokers + self.replicators
 
     def port_names(self) -> tuple[str, ...]:
-        """Every port this flavour listens on."""
-        return ("etcd", "etcd_peer", *(name for s in self.systems for b in s.brokers for name in s.port_names(b)))
+        """Every port this flavour's brokers listen on (etcd's: ``refcluster/etcd_members.py``)."""
+        return tuple(name for s in self.systems for b in s.brokers for name in s.port_names(b))
 
     def system_of(self, component: str) -> RefSystem:
         """The system whose broker ``component`` is."""

@@ -24,6 +24,11 @@ class Ports:
 
     etcd: int = 2379
     etcd_peer: int = 2380
+    # The other members of a three-member etcd (``--etcd-members 3``).
+    etcd_2: int = 22379
+    etcd_2_peer: int = 22380
+    etcd_3: int = 32379
+    etcd_3_peer: int = 32380
     kafka_a: int = 9092
     kafka_b: int = 9093
     pulsar_a: int = 6650

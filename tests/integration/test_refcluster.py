@@ -140,7 +140,11 @@ def test_lifecycle_up_status_dead_process_down(tmp_path, brokers: str) -> None: 
     """A second cluster through the CLI: up in time (lite 30 s, apache 120 s with its jars
     cached), a killed broker shows in status, down leaves nothing."""
     ports = Ports.free()
-    port_args = [arg for name in FLAVOURS[brokers].port_names() for arg in ("--port", f"{name}={ports.of(name)}")]
+    port_args = [
+        arg
+        for name in ("etcd", "etcd_peer", *FLAVOURS[brokers].port_names())
+        for arg in ("--port", f"{name}={ports.of(name)}")
+    ]
     rc = RefCluster(tmp_path)
     components = FLAVOURS[brokers].components
     try:
