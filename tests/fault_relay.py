@@ -111,11 +111,13 @@ class FaultRelay:
             except OSError:
                 _reset(client)  # the target refuses: so does the relay
                 continue
+            # Both timeouts before either pump starts: a pump that ends closes both sockets.
+            client.settimeout(_SLICE_S)
+            upstream.settimeout(_SLICE_S)
             with self._cond:
                 self._sockets.update((client, upstream))
             self._threads = [t for t in self._threads if t.is_alive()]  # a long run opens many
             for src, dst in ((client, upstream), (upstream, client)):
-                src.settimeout(_SLICE_S)
                 thread = threading.Thread(target=self._pump, args=(src, dst), daemon=True)
                 self._threads.append(thread)
                 thread.start()

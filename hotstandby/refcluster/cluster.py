@@ -22,7 +22,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -72,18 +72,23 @@ class RefCluster:
         secure: bool = False,
         brokers: Brokers | str = "lite",
         etcd_members: int = 1,
+        listen: Mapping[str, int] | None = None,
     ) -> None:
         """``pulsar_partitions``: the partitions every topic the Pulsar brokers create gets (0:
         topics are not partitioned; pulsar-lite cannot do both, see docs/refcluster.md).
         ``secure``: etcd with TLS and authentication. ``brokers``: ``lite`` (look-alikes from
         wheels) or ``apache`` (the real systems, jars from Maven Central). ``etcd_members``: 1 or
-        3 (``refcluster/etcd_members.py``). A running cluster keeps what it was started with."""
+        3 (``refcluster/etcd_members.py``). ``listen``: lite Kafka brokers that listen on another
+        port while they advertise theirs (a test's relay forwards). A running cluster keeps what
+        it was started with."""
         self.dir = Path(directory) if directory else default_dir()
         self.requested_ports = ports or Ports()
         self.namespace = namespace
-        self.pulsar_partitions = pulsar_partitions
         self.requested_secure = secure
         self.requested_flavour = flavour(brokers)
+        self.options = BrokerOptions(pulsar_partitions=pulsar_partitions, listen=dict(listen or {}))
+        if not set(self.options.listen) <= {"kafka-a", "kafka-b"} or (listen and self.requested_flavour.name != "lite"):
+            raise RefClusterError("only the lite Kafka brokers listen on another port than they advertise")
         member_names(etcd_members)  # refuses another count before anything starts
         self.requested_etcd_members = etcd_members
         self._children: dict[str, Any] = {}
@@ -211,8 +216,7 @@ class RefCluster:
             return self._flow(component, ports).argv
         if component in self.etcd_names:
             return member_argv(component, self.etcd_members, ports, self.dir, self.etcd_access(ports))
-        options = BrokerOptions(pulsar_partitions=self.pulsar_partitions)
-        return self.flavour.system_of(component).broker_argv(component, ports, self.dir, options)
+        return self.flavour.system_of(component).broker_argv(component, ports, self.dir, self.options)
 
     def _readiness(
         self, component: str, ports: Ports, started_at: float
@@ -295,7 +299,10 @@ class RefCluster:
         self.dir.mkdir(parents=True, exist_ok=True)
         for system in flavour.systems:
             system.prepare(self.dir, notes)
-        check_ports_free(ports, (*port_names(members), *flavour.port_names()))
+        relayed = set(self.options.listen)  # their ports are the relays'
+        check_ports_free(
+            ports, [*port_names(members), *(n for n in flavour.port_names() if n.replace("_", "-") not in relayed)]
+        )
         brokers = (*member_names(members), *flavour.brokers[1:])
         for name in brokers:  # data left by an earlier run (brokers that keep it on disk)
             shutil.rmtree(self.dir / f"{name}-data", ignore_errors=True)
@@ -382,12 +389,7 @@ class RefCluster:
         settings = replace(self.settings(), namespace=namespace or self.namespace)
         self.etcd_access().grant(settings.namespace)
         with ConfigCenter.open(settings) as center:
-            for system in self.flavour.systems:
-                for component in system.brokers:
-                    center.put_cluster(self.cluster_spec(component), replace=True)
-                for source, target in (system.brokers, system.brokers[::-1]):
-                    center.put_link(self.link(source, target))
-                center.create_route(system.route, list(system.brokers), system.brokers[0], reason="refcluster up")
+            self.flavour.register(center, self.ports)
 
     # -- context manager -----------------------------------------------------------------
 

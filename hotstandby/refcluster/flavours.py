@@ -11,7 +11,7 @@ Both register the same clusters, links and routes, so a test or a drill takes ei
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 from hotstandby.errors import RefClusterError, ValidationError
 from hotstandby.refcluster.apache_kafka import APACHE_KAFKA
@@ -20,6 +20,10 @@ from hotstandby.refcluster.kafka import KAFKA
 from hotstandby.refcluster.pulsar import PULSAR
 from hotstandby.refcluster.replicators import replicator_name
 from hotstandby.refcluster.system import RefSystem
+
+if TYPE_CHECKING:
+    from hotstandby.configcenter import ConfigCenter
+    from hotstandby.refcluster.ports import Ports
 
 __all__ = ["FLAVOURS", "Brokers", "Flavour", "flavour"]
 
@@ -54,6 +58,16 @@ class Flavour:
     def port_names(self) -> tuple[str, ...]:
         """Every port this flavour's brokers listen on (etcd's: ``refcluster/etcd_members.py``)."""
         return tuple(name for s in self.systems for b in s.brokers for name in s.port_names(b))
+
+    def register(self, center: ConfigCenter, ports: Ports) -> None:
+        """Store the brokers, the links between each pair and each system's route (its first
+        broker active)."""
+        for system in self.systems:
+            for component in system.brokers:
+                center.put_cluster(system.cluster_spec(component, ports.of(component)), replace=True)
+            for source, target in (system.brokers, system.brokers[::-1]):
+                center.put_link(system.link(source, target))
+            center.create_route(system.route, list(system.brokers), system.brokers[0], reason="refcluster up")
 
     def system_of(self, component: str) -> RefSystem:
         """The system whose broker ``component`` is."""

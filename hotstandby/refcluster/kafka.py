@@ -55,9 +55,9 @@ class KafkaSystem(LiteBrokers):
 
     def broker_argv(self, component: str, ports: Ports, directory: Path, options: BrokerOptions) -> list[str]:
         port, bins = ports.of(component), find_binaries()
-        url = f"tcp://{HOST}:{port}"
+        url, listen = f"tcp://{HOST}:{port}", options.listen.get(component, port)
         return [
-            bins.tansu, "broker", "--listener-url", url, "--advertised-listener-url", url,
+            bins.tansu, "broker", "--listener-url", f"tcp://{HOST}:{listen}", "--advertised-listener-url", url,
             "--cluster-id", component, "--storage-engine", "memory://tansu/",
         ]  # fmt: skip
 

@@ -10,7 +10,7 @@ way; the systems of each flavour of the cluster are listed in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -30,6 +30,9 @@ class BrokerOptions:
     """What a reference cluster asks of its brokers beyond the defaults."""
 
     pulsar_partitions: int = 0  # partitions every topic the Pulsar brokers create gets (0: none)
+    # Brokers that listen on another port than their registered one, which they still
+    # advertise: a test's fault relay listens there and forwards (the lite Kafka brokers only).
+    listen: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
