@@ -299,10 +299,8 @@ class RefCluster:
         self.dir.mkdir(parents=True, exist_ok=True)
         for system in flavour.systems:
             system.prepare(self.dir, notes)
-        relayed = set(self.options.listen)  # their ports are the relays'
-        check_ports_free(
-            ports, [*port_names(members), *(n for n in flavour.port_names() if n.replace("_", "-") not in relayed)]
-        )
+        relayed = {name.replace("-", "_") for name in self.options.listen}  # their ports are the relays'
+        check_ports_free(ports, [*port_names(members), *set(flavour.port_names()) - relayed])
         brokers = (*member_names(members), *flavour.brokers[1:])
         for name in brokers:  # data left by an earlier run (brokers that keep it on disk)
             shutil.rmtree(self.dir / f"{name}-data", ignore_errors=True)
