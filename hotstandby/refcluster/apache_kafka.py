@@ -104,6 +104,7 @@ class ApacheKafkaSystem:
     brokers = ("kafka-a", "kafka-b")
     route = "orders"
     replicator_processes = True
+    relayable = False
 
     def port_names(self, component: str) -> tuple[str, ...]:
         name = component.replace("-", "_")

@@ -113,6 +113,7 @@ class ApachePulsarSystem:
     brokers = ("pulsar-a", "pulsar-b")
     route = "payments"
     replicator_processes = False
+    relayable = False
 
     def port_names(self, component: str) -> tuple[str, ...]:
         name = component.replace("-", "_")

@@ -62,6 +62,7 @@ class LiteBrokers:
     a wheel, and is replicated by processes of ours."""
 
     replicator_processes = True
+    relayable = False
 
     def port_names(self, component: str) -> tuple[str, ...]:
         return (component.replace("-", "_"),)

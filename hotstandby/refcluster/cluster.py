@@ -87,8 +87,9 @@ class RefCluster:
         self.requested_secure = secure
         self.requested_flavour = flavour(brokers)
         self.options = BrokerOptions(pulsar_partitions=pulsar_partitions, listen=dict(listen or {}))
-        if not set(self.options.listen) <= {"kafka-a", "kafka-b"} or (listen and self.requested_flavour.name != "lite"):
-            raise RefClusterError("only the lite Kafka brokers listen on another port than they advertise")
+        for component in self.options.listen:
+            if not self.requested_flavour.system_of(component).relayable:
+                raise RefClusterError(f"{component} cannot listen on another port than it advertises")
         member_names(etcd_members)  # refuses another count before anything starts
         self.requested_etcd_members = etcd_members
         self._children: dict[str, Any] = {}

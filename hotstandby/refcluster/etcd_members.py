@@ -15,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.configcenter.etcd import EtcdStore
 from hotstandby.errors import ConfigCenterError, RefClusterError, ValidationError
 from hotstandby.refcluster.binaries import find_binaries
 from hotstandby.refcluster.etcd_access import ROOT, EtcdAccess
@@ -73,6 +72,8 @@ def member_ready(member: EtcdAccess, namespace: str, user: str | None) -> Callab
 
 def leader(access: EtcdAccess, ports: Ports, count: int, *, timeout: float = 2.0) -> str:
     """The member that leads now, as the first member that answers reports it."""
+    from hotstandby.configcenter.etcd import EtcdStore  # grpc: only when asked
+
     security = access.security(ROOT)
     for name in member_names(count):
         store = EtcdStore([Endpoint(HOST, ports.of(name))], timeout=timeout, security=security)

@@ -42,6 +42,7 @@ class KafkaSystem(LiteBrokers):
     kind = "kafka"
     brokers = ("kafka-a", "kafka-b")
     route = "orders"
+    relayable = True  # Tansu binds one address and advertises another
 
     def url(self, port: int) -> str:
         return f"{HOST}:{port}"

@@ -52,6 +52,7 @@ class RefSystem(Protocol):
     brokers: tuple[str, str]  # component names, which are also the clusters' names
     route: str  # the route registered between the two, first broker active
     replicator_processes: bool  # False: the brokers replicate themselves (set up by configure)
+    relayable: bool  # its brokers can listen on another port than they advertise (BrokerOptions.listen)
 
     def port_names(self, component: str) -> tuple[str, ...]:
         """The :class:`Ports` fields broker ``component`` listens on (its client port first)."""
