@@ -29,6 +29,7 @@ from hotstandby.settings import Settings
 
 __all__ = [
     "MAX_PACE",
+    "ClientThreads",
     "DrillContext",
     "DrillFailed",
     "DrillOptions",
@@ -187,7 +188,7 @@ class Workload(Protocol):
         ...
 
 
-class _Threads:
+class ClientThreads:
     """The client threads; the first error stops the drill."""
 
     def __init__(self, ctx: DrillContext) -> None:
@@ -224,7 +225,7 @@ def run_drill(
     ctx = DrillContext(options, workload.run, namespace, rc.client_config("app"), started + options.timeout_s)
     workload.prepare(rc, ctx)
     tally = ctx.tally
-    threads = _Threads(ctx)
+    threads = ClientThreads(ctx)
 
     def produce() -> None:
         try:

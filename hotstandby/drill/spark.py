@@ -220,6 +220,12 @@ class SparkWorkload:
             argv += ["--option", f"{key}={value}"]
         return _Job(argv, work / "job.log", work)
 
+    @property
+    def job_pid(self) -> int | None:
+        """The running job's PID (its processes are in the session it leads), or None."""
+        job = self._job
+        return None if job is None else job.proc.pid
+
     def _check_job(self) -> None:
         with self._lock:  # before_flip takes the job out under the lock before killing it
             job = self._job

@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from hotstandby.drill.seq_set import SeqSet
 from hotstandby.logs import get_logger
 
 __all__ = ["SwitchMark", "Tally"]
@@ -41,9 +42,11 @@ class SwitchMark:
 class Tally:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.produced: set[int] = set()
-        self.failed: set[int] = set()
-        self.consumed: set[int] = set()
+        # Bitmaps: an hour-long soak counts hundreds of thousands of records (seq_set.py).
+        self.produced = SeqSet()
+        self.failed = SeqSet()
+        self.consumed = SeqSet()
+        self._both = 0  # produced and consumed: kept as they change, counts() is polled often
         self._outstanding: set[int] = set()  # received, not yet acknowledged
         self.deliveries = 0
         self.duplicated = 0
@@ -54,7 +57,10 @@ class Tally:
     def delivered(self, seq: int, ok: bool) -> None:
         """The producer's delivery report for ``seq``."""
         with self._lock:
-            (self.produced if ok else self.failed).add(seq)
+            if not ok:
+                self.failed.add(seq)
+            elif self.produced.add(seq) and seq in self.consumed:
+                self._both += 1
 
     def received(self, seq: int, cluster: str | None) -> None:
         """A consumer was handed ``seq`` from ``cluster`` (None: it moved while receiving, so
@@ -83,13 +89,16 @@ class Tally:
         with self._lock:
             for seq in seqs:
                 self._outstanding.discard(seq)
-                self.consumed.add(seq)
+                if self.consumed.add(seq) and seq in self.produced:
+                    self._both += 1
 
     def withdrawn(self, seqs: list[int]) -> None:
         """The acknowledgement of ``seqs`` no longer holds (a sink overwrote the batch that
         held them without them): they count as lost unless they are consumed again."""
         with self._lock:
-            self.consumed.difference_update(seqs)
+            for seq in seqs:
+                if self.consumed.discard(seq) and seq in self.produced:
+                    self._both -= 1
 
     def flip(self, source: str, to: str, *, killed: bool = False) -> SwitchMark:
         mark = SwitchMark(source, to, killed=killed)
@@ -100,8 +109,8 @@ class Tally:
     def counts(self) -> tuple[int, int]:
         """(produced, consumed of those) right now."""
         with self._lock:
-            return len(self.produced), len(self.produced & self.consumed)
+            return len(self.produced), self._both
 
     def lost(self) -> list[int]:
         with self._lock:
-            return sorted(self.produced - self.consumed)
+            return list(self.produced - self.consumed)  # ascending

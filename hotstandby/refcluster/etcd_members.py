@@ -56,6 +56,9 @@ def member_argv(name: str, count: int, ports: Ports, directory: Path, access: Et
         "--initial-cluster", ",".join(f"{member}={url}" for member, url in peers.items()),
         "--initial-cluster-state", "new", "--initial-cluster-token", "hs-ref",
         "--log-level", "warn", "--unsafe-no-fsync", *access.server_args(),
+        # As etcd is run in production: history older than 10 minutes is compacted, so the
+        # database stops growing with every write (a long soak would otherwise show it).
+        "--auto-compaction-mode", "periodic", "--auto-compaction-retention", "10m",
     ]  # fmt: skip
 
 

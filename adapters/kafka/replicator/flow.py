@@ -34,7 +34,13 @@ from hotstandby.adapters.kafka.mm2.codec import OffsetSync
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncEmitter
 from hotstandby.adapters.kafka.replicator.config import FlowConfig
 from hotstandby.adapters.kafka.replicator.every import Every
-from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, coordinates, ensure_topics, flush
+from hotstandby.adapters.kafka.replicator.kafka_io import (
+    ReplicationError,
+    close_consumer,
+    coordinates,
+    ensure_topics,
+    flush,
+)
 from hotstandby.adapters.kafka.replicator.mm2_tasks import CheckpointTask, HeartbeatTask
 from hotstandby.adapters.kafka.replicator.progress_log import TP, ProgressLog
 from hotstandby.logs import get_logger
@@ -169,7 +175,8 @@ class KafkaFlow:
             # broker state does not recover on Tansu, so start a fresh one for what remains.
             for t in gone + recreated:
                 self.partitions.pop(t, None)
-            self._consumer.close()
+            # Not close(): it can hang for good here (kafka_io.close_consumer).
+            close_consumer(self._consumer, self._consumer_config["group.id"])
             self._consumer = Consumer(self._consumer_config)
             self._consumer.assign([self._position((t, p)) for t, n in self.partitions.items() for p in range(n)])
             log.info("replicator.topics_gone", flow=self.config.name, topics=gone)
@@ -387,7 +394,7 @@ class KafkaFlow:
         self.status.state = "stopped"
         self.status.write(self.config.status_path)
         self.checkpoints.close()
-        self._consumer.close()
+        close_consumer(self._consumer, self._consumer_config["group.id"])
         self._target.flush(5)
         if self._syncs_producer is not self._target:
             self._syncs_producer.flush(5)

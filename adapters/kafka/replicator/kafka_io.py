@@ -1,5 +1,5 @@
-"""Small confluent-kafka helpers the replicator needs: topic creation, record coordinates, and
-turning delivery failures into exceptions."""
+"""Small confluent-kafka helpers the replicator needs: topic creation, record coordinates,
+turning delivery failures into exceptions, and closing a consumer without hanging."""
 
 from __future__ import annotations
 
@@ -11,15 +11,25 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 
+from hotstandby.adapters.kafka.raw_close import close_within
 from hotstandby.logs import get_logger
 
 log = get_logger("hotstandby.replicator")
 
-__all__ = ["ReplicationError", "coordinates", "ensure_topics", "flush"]
+__all__ = ["ReplicationError", "close_consumer", "coordinates", "ensure_topics", "flush"]
+
+_CLOSE_TIMEOUT_S = 5.0
 
 
 class ReplicationError(RuntimeError):
     """A step of the flow failed; the flow retries it from its last committed progress."""
+
+
+def close_consumer(consumer: Any, group: str) -> None:
+    """Close ``consumer``, waiting at most 5 s (the rest of the close goes on in the
+    background): librdkafka's close can hang for good on a client that lived through its
+    broker's death, seen after the replicator was stopped (SIGSTOP) across it."""
+    close_within(consumer, group, _CLOSE_TIMEOUT_S)
 
 
 def coordinates(msg: Message) -> tuple[str, int, int]:

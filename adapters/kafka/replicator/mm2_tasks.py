@@ -30,7 +30,7 @@ from hotstandby.adapters.kafka.mm2.codec import Checkpoint, Heartbeat, OffsetSyn
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncStore
 from hotstandby.adapters.kafka.read_partition import read_to_end
 from hotstandby.adapters.kafka.replicator.config import FlowConfig
-from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, coordinates, flush
+from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, close_consumer, coordinates, flush
 from hotstandby.errors import FormatError
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.flow_status import FlowStatus
@@ -188,7 +188,7 @@ class CheckpointTask:
 
     def close(self) -> None:
         if self._syncs_consumer is not None:
-            self._syncs_consumer.close()
+            close_consumer(self._syncs_consumer, f"__hs-replicator-syncs-{self.config.name}")
             self._syncs_consumer = None
 
 

@@ -11,7 +11,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from hotstandby.adapters.kafka.mm2.progress import decode_progress, encode_progress
 from hotstandby.adapters.kafka.read_partition import read_to_end
 from hotstandby.adapters.kafka.replicator.config import FlowConfig
-from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, flush
+from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, close_consumer, flush
 
 __all__ = ["TP", "ProgressLog"]
 
@@ -75,4 +75,4 @@ class ProgressLog:
                     stale[topic] = max(stale.get(topic, 0), partition + 1)
             return stale
         finally:
-            probe.close()
+            close_consumer(probe, "__hs-read")
