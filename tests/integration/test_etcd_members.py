@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import signal
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -48,6 +49,7 @@ class LeaderKills(KafkaWorkload):
         super().__init__(new_run_id())
         self.rc = rc
         self.killed: list[str] = []
+        self.elections: list[float] = []  # seconds until another member led
 
     def kill_leader(self) -> str:
         leader = self.rc.etcd_leader()
@@ -55,24 +57,29 @@ class LeaderKills(KafkaWorkload):
         self.killed.append(leader)
         return leader
 
+    def elected(self, killed: str) -> None:
+        started = time.monotonic()
+        new_leader(self.rc, killed)
+        self.elections.append(time.monotonic() - started)
+
     def before_flip(self, k: int, ctx: DrillContext) -> None:
         super().before_flip(k, ctx)
         if k == 0:
             killed = self.kill_leader()
-            new_leader(self.rc, killed)
+            self.elected(killed)
             self.rc.restart(killed)
 
     def after_flip(self, k: int, ctx: DrillContext) -> None:
         super().after_flip(k, ctx)
         if k == 1:
-            self.kill_leader()
+            self.elected(self.kill_leader())
 
 
 def test_the_etcd_leader_killed_under_traffic_and_during_a_flip(three_members: RefCluster) -> None:
     rc = three_members
     assert len(rc.etcd_access().ports) == 3, "clients are given every member"
     workload = LeaderKills(rc)
-    options = DrillOptions(messages=6000, switches=2, consumers=2, timeout_s=240)
+    options = DrillOptions(messages=6000, switches=2, consumers=2, settle_s=2, timeout_s=240)
     try:
         with capture_logs() as events:
             report = run_drill(rc, options, workload)  # a client's exception fails the drill
@@ -81,6 +88,10 @@ def test_the_etcd_leader_killed_under_traffic_and_during_a_flip(three_members: R
             if not rc.running()[member]:
                 rc.restart(member)
     assert len(workload.killed) == 2
+    print(
+        f"[measure] etcd leader killed twice: new leader after {[round(s, 2) for s in workload.elections]} s; "
+        f"flips {[s.latency_ms for s in report.switches]} ms; {report.produced} records"
+    )
     assert (report.lost, report.duplicated) == (0, 0), report
     assert len(report.switches) == 2 and all(s.latency_ms is not None for s in report.switches), report.switches
     completed: collections.Counter[tuple[Any, Any]] = collections.Counter(

@@ -129,6 +129,9 @@ def test_etcd_stalling_under_a_producer_and_a_consumer(
         consumer.close()
         producer.close()
     assert sorted(got) == sorted(f"r{i}" for i in range(sent)), "lost or duplicated"
+    print(
+        f"[measure] etcd stalled {STALL_S:.0f} s: longest calls (s) { {k: round(v, 3) for k, v in clock.longest.items()} }"
+    )
     # No call waited on etcd longer than its own timeout.
     assert clock.longest["produce"] < 1.0, clock.longest
     assert clock.longest["poll"] < 1.0 and clock.longest["poll (producer)"] < 1.0, clock.longest

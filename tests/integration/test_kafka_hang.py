@@ -73,12 +73,18 @@ def test_a_flip_away_from_a_hung_kafka_cluster(relays: tuple[RefCluster, dict[st
     workload = HangsAtTheFlip(relay["kafka-a"])
     try:
         with capture_logs() as events:
-            report = run_drill(rc, DrillOptions(messages=4000, switches=1, consumers=2, timeout_s=240), workload)
+            report = run_drill(
+                rc, DrillOptions(messages=2000, switches=1, consumers=2, phase_s=3, settle_s=2, timeout_s=240), workload
+            )
     finally:
         relay["kafka-a"].set(Mode.PASS)
     assert relay["kafka-a"].accepted > 0
     assert (report.lost, report.duplicated) == (0, 0), report
     switched = [e for e in events if e["event"] == "switch.completed"]
+    print(
+        f"[measure] flip away from a hung kafka-a: switches {[e['duration_ms'] for e in switched]} ms, first record "
+        f"on kafka-b after {report.switches[0].latency_ms} ms, re-sent {report.resent}, filtered {report.filtered}"
+    )
     assert len(switched) == 3, f"the producer and both consumers switched once: {switched}"
     # Bounded: the drain gives up on its timeout, and the rest is the new cluster's start.
     assert max(e["duration_ms"] for e in switched) < (DRAIN_S + 15) * 1000, switched
@@ -149,5 +155,6 @@ def test_a_hang_without_a_flip_blocks_no_call_and_the_flip_delivers_the_rest(
             client.close()
     assert sorted(got) == sorted(f"r{i}" for i in range(250)), "lost or duplicated"
     assert all(err is None for _, err in reports) and len(reports) == 250, "each record delivered once"
+    print(f"[measure] kafka-a hung, no flip: longest calls (s) { {k: round(v, 3) for k, v in longest.items()} }")
     assert longest["produce"] < 1.0 and longest["poll"] < 1.0 and longest["poll (producer)"] < 1.0, longest
     assert longest["flush"] < 3.5, longest
