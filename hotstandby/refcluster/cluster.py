@@ -37,7 +37,7 @@ from hotstandby.refcluster.etcd_members import client_ports, leader, member_argv
 from hotstandby.refcluster.flavours import FLAVOURS, Brokers, Flavour, flavour
 from hotstandby.refcluster.flow_status import read_status
 from hotstandby.refcluster.ports import Ports, check_ports_free
-from hotstandby.refcluster.processes import is_running, spawn, stop_pid, wait_ready
+from hotstandby.refcluster.processes import is_running, spawn, stop_pid, stop_pids, wait_ready
 from hotstandby.refcluster.replicators import status_path
 from hotstandby.refcluster.system import BrokerOptions, FlowPlan
 from hotstandby.settings import Settings
@@ -242,10 +242,8 @@ class RefCluster:
         return check_broker, (OSError, ProtocolError)
 
     def _argv_config(self, component: str) -> str:
-        info = (self.state() or {}).get("components", {}).get(component)
-        if not info:
-            raise RefClusterError(f"{component} has no recorded command line")
-        return str(info["argv"][info["argv"].index("--config") + 1])
+        argv = self._component(component)["argv"]
+        return str(argv[argv.index("--config") + 1])
 
     def _env(self, component: str, ports: Ports) -> dict[str, str]:
         # Drop variables the binaries would read as configuration (the replicators' etcd
@@ -290,8 +288,7 @@ class RefCluster:
         hears of). ``progress(component, seconds)``: each component as it answers."""
         if self.is_up():
             return False
-        if timeout is None:
-            timeout = _UP_TIMEOUT_S[self.requested_flavour.name]
+        timeout = _UP_TIMEOUT_S[self.requested_flavour.name] if timeout is None else timeout
         if self.state() is not None:
             log.warning("refcluster.partial", running=self.running())
             self.down()
@@ -335,18 +332,22 @@ class RefCluster:
         return True
 
     def down(self) -> list[str]:
-        """Stop every process the state file lists, by PID. Safe to repeat."""
+        """Stop every process the state file lists, by PID: the replicators together, then the
+        brokers and etcd together. Safe to repeat."""
         state = self.state()
-        stopped = []
-        if state is not None:
-            for component, info in reversed(list(state["components"].items())):
-                if stop_pid(info["pid"], info["argv"]):
+        if state is None:
+            return []
+        items, stopped = list(reversed(list(state["components"].items()))), []
+        first = [i for i in items if i[0] in self.replicators]
+        for batch in (first, [i for i in items if i not in first]):
+            ran = stop_pids([(info["pid"], info["argv"]) for _, info in batch])
+            for (component, info), was_running in zip(batch, ran, strict=True):
+                if was_running:
                     stopped.append(component)
                     log.info("refcluster.stopped", component=component, pid=info["pid"])
-                proc = self._children.pop(component, None)
-                if proc is not None:
+                if (proc := self._children.pop(component, None)) is not None:
                     proc.wait(timeout=5)
-            self.state_path.unlink(missing_ok=True)
+        self.state_path.unlink(missing_ok=True)
         return stopped
 
     def kill(self, component: str, sig: int = signal.SIGKILL) -> None:
@@ -358,8 +359,7 @@ class RefCluster:
         """Start a stopped component again with the same arguments and data; returns seconds to
         ready (``timeout``: 30 s on the lite cluster, 120 s on the apache one, whose JVMs
         recover their data first)."""
-        if timeout is None:
-            timeout = 120.0 if self.brokers == "apache" else 30.0
+        timeout = (120.0 if self.brokers == "apache" else 30.0) if timeout is None else timeout
         state = self.state() or {}
         info = self._component(component)
         if is_running(info["pid"], info["argv"]):

@@ -23,7 +23,7 @@ from tests.integration.test_kafka_consumer_etcd_outage import stored_count
 from tests.support import wait_for
 
 T = TypeVar("T")
-STALL_S = 20.0  # longer than the etcd client's keepalive (10 s, then 5 s for the answer)
+STALL_S = 17.0  # longer than the etcd client's keepalive (10 s, then 5 s for the answer)
 COMMIT_TIMEOUT_S = 5.0  # the etcd timeout a synchronous commit waits for its ledgers
 
 

@@ -3,6 +3,7 @@ turning delivery failures into exceptions, and closing a consumer without hangin
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterable
@@ -29,6 +30,8 @@ def close_consumer(consumer: Any, group: str) -> None:
     """Close ``consumer``, waiting at most 5 s (the rest of the close goes on in the
     background): librdkafka's close can hang for good on a client that lived through its
     broker's death, seen after the replicator was stopped (SIGSTOP) across it."""
+    with contextlib.suppress(KafkaException, RuntimeError):
+        consumer.unassign()  # assigned by hand: nothing for the close to wait for
     close_within(consumer, group, _CLOSE_TIMEOUT_S)
 
 
