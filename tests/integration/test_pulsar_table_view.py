@@ -73,7 +73,7 @@ def holds(refcluster: RefCluster, cluster: str, topic: str, expected: dict[str, 
                     found[msg.partition_key()] = msg.data()
                 else:
                     found.pop(msg.partition_key(), None)
-        except pulsar.UnknownError:
+        except (pulsar.UnknownError, pulsar.Timeout):  # a copy still being written: look again
             return False
         finally:
             reader.close()
