@@ -49,8 +49,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
+from hotstandby.adapters.kafka import arguments
 from hotstandby.adapters.kafka.consumer_assign import ManualAssignment
 from hotstandby.adapters.kafka.consumer_commit import Committer
 from hotstandby.adapters.kafka.consumer_extras import ConsumerExtras
@@ -99,6 +100,7 @@ class Consumer(ConsumerExtras, RouteClient):
         config = config_dict(config, kwargs)  # as confluent-kafka, keywords are properties too
         if not config.get("group.id"):
             raise ValueError("Failed to create consumer: group.id must be set")
+        self._closed = False
         self.options, raw = ClientOptions.split(config, role="consumer")
         auto_commit = bool_setting(raw, "enable.auto.commit", True)
         auto_store = bool_setting(raw, "enable.auto.offset.store", True)
@@ -113,6 +115,7 @@ class Consumer(ConsumerExtras, RouteClient):
             raw_config={**raw, "enable.auto.commit": False, "enable.auto.offset.store": False},
             clock=clock,
         )  # fmt: skip
+        self._auto_store = auto_store
         self._fetcher = Fetcher(s, auto_store=auto_store)
         self._committer = Committer(s, self._fetcher, auto_commit=auto_commit, interval_s=interval_s)
         self._assignments = Assignments(s, self._fetcher, self._committer, self)
@@ -179,6 +182,7 @@ class Consumer(ConsumerExtras, RouteClient):
 
     def poll(self, timeout: float | None = -1) -> Message | None:
         """The next record not acknowledged before (or an error event), as confluent_kafka does."""
+        arguments.timeout(timeout)
         self._check_open()
         s, fetcher, assignments = self._state, self._fetcher, self._assignments
         with s.lock:
@@ -207,7 +211,11 @@ class Consumer(ConsumerExtras, RouteClient):
         return None
 
     def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
+        """Up to ``num_messages`` records not acknowledged before, as confluent_kafka's."""
+        arguments.integer(num_messages)
+        arguments.timeout(timeout)
         self._check_open()
+        arguments.num_messages(num_messages)
         out: list[Message] = []
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         while len(out) < num_messages:
@@ -221,10 +229,19 @@ class Consumer(ConsumerExtras, RouteClient):
     # -- acknowledging --------------------------------------------------------------------
 
     def store_offsets(self, message: Message | None = None, offsets: list[TopicPartition] | None = None) -> None:
-        """Mark records processed (for ``enable.auto.offset.store=false``)."""
+        """Mark records processed (for ``enable.auto.offset.store=false``; with it true,
+        ``_INVALID_ARG`` as confluent-kafka's)."""
         self._check_open()
+        arguments.commit_arguments(message, offsets, store=True)
+        if self._auto_store:
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                            "StoreOffsets failed: Local: Invalid argument or configuration"))  # fmt: skip
         with self._state.lock:
-            for slot, next_offset in self._committer.positions(message, offsets).items():
+            positions = self._committer.positions(message, offsets)
+            if offsets and not {(tp.topic, tp.partition) for tp in self._state.inner.assignment()} & positions.keys():
+                raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION,
+                                                "StoreOffsets failed: Local: Unknown partition"))  # fmt: skip
+            for slot, next_offset in positions.items():
                 self._state.acks.mark_processed(slot, next_offset)
 
     def commit(
@@ -234,6 +251,7 @@ class Consumer(ConsumerExtras, RouteClient):
         partition up to it, or the given offsets. Ledger first (in the config center), then the
         broker's offsets."""
         self._check_open()
+        arguments.commit_arguments(message, offsets, store=False)
         with self._state.lock:
             committed: list[TopicPartition] | None
             if message is None and offsets is None:

@@ -27,6 +27,7 @@ from typing import Any
 from confluent_kafka import KafkaError, Message
 from confluent_kafka import Producer as RawProducer
 
+from hotstandby.adapters.kafka import arguments
 from hotstandby.adapters.kafka.adapter import ADAPTER
 from hotstandby.adapters.kafka.client_logs import with_logger
 from hotstandby.adapters.kafka.held_records import Held, still_held
@@ -98,6 +99,10 @@ class _Closed:
 
 class Producer(ProducerExtras, RouteClient):
     """Drop-in replacement for :class:`confluent_kafka.Producer` (see the module doc)."""
+
+    # An object of a subclass whose __init__ did not call this one is closed, as confluent-kafka's.
+    _closed = True
+    _inner: RawProducer = _Closed()  # type: ignore[assignment]
 
     def __init__(
         self, config: dict[str, Any] | None = None, *, center: ConfigCenter | None = None, **kwargs: Any
@@ -252,6 +257,7 @@ class Producer(ProducerExtras, RouteClient):
 
     def poll(self, timeout: float | None = -1) -> int:
         """Serve delivery callbacks; returns how many were served."""
+        arguments.timeout(timeout)
         if timeout == 0:  # the usual call after each produce(): nothing to wait for, no slices
             return int(self._inner.poll(0))
         served = 0
@@ -263,21 +269,12 @@ class Producer(ProducerExtras, RouteClient):
 
     def flush(self, timeout: float | None = -1) -> int:
         """Wait until every record was acknowledged (across switches); returns how many are left."""
+        arguments.timeout(timeout)
         for wait in wait_slices(timeout):
             self._inner.flush(wait)
             if not self._outbox.pending:
                 break
         return len(self)
-
-    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
-        """Drop records not yet sent; their callbacks get a purge error, as with confluent_kafka."""
-        with self._lock:
-            self._user_purge = True
-            try:
-                self._inner.purge(in_queue=in_queue, in_flight=in_flight, blocking=blocking)
-                self._inner.poll(0)
-            finally:
-                self._user_purge = False
 
     def __len__(self) -> int:
         """Records not acknowledged yet (across switches); 0 once closed, as confluent-kafka's."""

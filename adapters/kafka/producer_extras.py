@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import Producer as RawProducer
 
+from hotstandby.adapters.kafka.arguments import batch_arguments
 from hotstandby.adapters.kafka.producer_txn import NO_OFFSETS, Transactions
-from hotstandby.adapters.kafka.surface import DeliveryCallback, not_supported
+from hotstandby.adapters.kafka.surface import HANDLE_CLOSED, DeliveryCallback, not_supported
 from hotstandby.failover.switch_protocol import SwitchPlan
 
 if TYPE_CHECKING:
@@ -22,28 +23,14 @@ if TYPE_CHECKING:
 __all__ = ["ProducerExtras", "ProducerSwitching"]
 
 
-def _check_batch(messages: object) -> None:
-    """confluent-kafka's checks of a batch, all before any message is produced."""
-    if not isinstance(messages, list):
-        raise TypeError("messages must be a list")
-    for i, message in enumerate(messages):
-        if not isinstance(message, dict):
-            raise TypeError(f"Message at index {i} must be a dict")
-        for field in ("value", "key"):
-            if not isinstance(message.get(field), bytes | str | None):
-                raise TypeError(f"Message {field} at index {i} must be bytes or str")
-        if "partition" in message and not isinstance(message["partition"], int):
-            raise TypeError(f"Message partition at index {i} must be int")
-        if "timestamp" in message:
-            raise NotImplementedError("Message timestamps are not currently supported in batch mode")
-
-
 class ProducerExtras:
     """Methods of :class:`hotstandby.adapters.kafka.Producer` built on its ``produce`` and on the
     raw producer in use."""
 
+    _closed: bool
     _inner: RawProducer
     _lock: threading.RLock
+    _user_purge: bool
     _raw_config: dict[str, Any]
     _transactions: Transactions
 
@@ -54,18 +41,24 @@ class ProducerExtras:
         topic: str,
         messages: list[dict[str, Any]],
         partition: int = -1,
+        callback: DeliveryCallback | None = None,
         on_delivery: DeliveryCallback | None = None,
     ) -> int:
-        """As :meth:`confluent_kafka.Producer.produce_batch`: the batch is checked first, then
-        each message (a dict: ``value``, ``key``, ``partition``, ``callback``) is produced as by
-        :meth:`produce`; one that fails gets an ``_error`` (a ``KafkaError``). Returns how many
-        were queued."""
-        _check_batch(messages)
+        """As :meth:`confluent_kafka.Producer.produce_batch`: the arguments are checked first,
+        then each message (a dict: ``value``, ``key``, ``partition``, ``headers``, ``callback``)
+        is produced as by :meth:`produce`; one that fails gets an ``_error`` (a ``KafkaError``).
+        ``callback`` (else ``on_delivery``) reports the messages without a ``callback`` of their
+        own. Returns how many were queued."""
+        batch_arguments(topic, messages, partition)
+        if not messages:
+            return 0  # as confluent-kafka's, also once closed
+        report = callback if callback is not None else on_delivery
         queued = 0
         for message in messages:
+            own = message.get("partition")
             try:
-                self.produce(topic, message.get("value"), message.get("key"), message.get("partition", partition),
-                             message.get("callback") or on_delivery, headers=message.get("headers"))  # fmt: skip
+                self.produce(topic, message.get("value"), message.get("key"), partition if own is None else own,
+                             message.get("callback") or report, headers=message.get("headers"))  # fmt: skip
             except BufferError as exc:
                 message["_error"] = KafkaError(KafkaError._QUEUE_FULL, str(exc))
             except KafkaException as exc:
@@ -73,6 +66,18 @@ class ProducerExtras:
             else:
                 queued += 1
         return queued
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Drop records not yet sent; their callbacks get a purge error, as with confluent_kafka."""
+        if self._closed:
+            raise RuntimeError("Producer has been closed")
+        with self._lock:
+            self._user_purge = True
+            try:
+                self._inner.purge(in_queue=in_queue, in_flight=in_flight, blocking=blocking)
+                self._inner.poll(0)
+            finally:
+                self._user_purge = False
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         """The metadata of the cluster in use (``ClusterMetadata``), as confluent-kafka's."""
@@ -85,6 +90,8 @@ class ProducerExtras:
 
     def set_sasl_credentials(self, username: str, password: str) -> None:
         """New SASL credentials for the cluster in use and every cluster the producer moves to."""
+        if self._closed:
+            raise RuntimeError(HANDLE_CLOSED)
         with self._lock:
             self._inner.set_sasl_credentials(username, password)
             self._raw_config.update({"sasl.username": username, "sasl.password": password})

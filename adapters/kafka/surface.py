@@ -150,10 +150,11 @@ def not_supported(method: str, why: str) -> NoReturn:
 
 
 class Closable:
-    """Raises confluent-kafka's ``RuntimeError`` for calls after ``close()``."""
+    """Raises confluent-kafka's ``RuntimeError`` for calls after ``close()``, and, as there, for
+    calls on an object of a subclass whose ``__init__`` did not call the facade's."""
 
     _closed_message = "closed"
-    _closed = False
+    _closed = True  # until __init__ ran
 
     def _check_open(self, message: str | None = None) -> None:
         if self._closed:

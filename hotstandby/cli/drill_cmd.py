@@ -14,10 +14,12 @@ whose etcd has TLS and authentication (``refcluster up --secure``): the clients 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from dataclasses import replace
 from typing import Any
 
+from hotstandby.adapters.kafka.client_logs import LIBRDKAFKA_LOGGER
 from hotstandby.cli.output import emit
 from hotstandby.cli.progress import ProgressBar
 from hotstandby.drill import DrillOptions, DrillProgress
@@ -133,6 +135,9 @@ def drill(args: argparse.Namespace) -> int:
     finally:
         bar.close()
         if started_here and not args.keep:
+            # Every drill client is closed; the SDK's shared admin clients live as long as the
+            # process, and librdkafka would report the cluster going away as errors.
+            LIBRDKAFKA_LOGGER.setLevel(logging.CRITICAL)
             rc.down()
     ok = all(r.ok for r in reports)
     if len(reports) == 1:

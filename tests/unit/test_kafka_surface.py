@@ -242,6 +242,39 @@ def test_malformed_batches(batch: Any, producers: tuple[Any, Producer]) -> None:
     assert len(facade) == 0, "checked before anything is produced"
 
 
+BAD_BATCH_CALLS: dict[str, Callable[[Any], Any]] = {
+    "no topic": lambda p: p.produce_batch(None, [{"value": b"v"}]),
+    "a partition that is not a number": lambda p: p.produce_batch("t", [{"value": b"v"}], partition="a"),
+    "a batch of tuples": lambda p: p.produce_batch("t", ({"value": b"v"},)),
+}
+
+
+@pytest.mark.parametrize("call", BAD_BATCH_CALLS.values(), ids=BAD_BATCH_CALLS.keys())
+def test_malformed_batch_arguments(call: Callable[[Any], Any], producers: tuple[Any, Producer]) -> None:
+    raw, facade = producers
+    assert same(partial(call, raw), partial(call, facade))[0] == "TypeError"
+
+
+def test_a_batch_reports_through_callback_else_on_delivery(producers: tuple[Any, Producer]) -> None:
+    """As confluent-kafka's: ``callback`` and ``on_delivery`` are aliases, ``callback`` wins,
+    a message's own ``callback`` wins over both; a ``None`` partition is the batch's."""
+    _, facade = producers
+    heard: list[str] = []
+    batch = [{"value": b"a", "partition": None}, {"value": b"b", "callback": lambda e, m: heard.append("own")}]
+    assert facade.produce_batch("t", batch, 0, callback=lambda e, m: heard.append("callback"),
+                                on_delivery=lambda e, m: heard.append("on_delivery")) == 2  # fmt: skip
+    assert facade.produce_batch("t", [{"value": b"c"}], 0, on_delivery=lambda e, m: heard.append("on_delivery")) == 1
+    facade.purge()  # no broker: every record reports the purge
+    assert sorted(heard) == ["callback", "on_delivery", "own"]
+
+
+def test_an_empty_batch_is_zero_records_also_once_closed(producers: tuple[Any, Producer]) -> None:
+    raw, facade = producers
+    raw.close(0)
+    facade.close(0)
+    assert same(lambda: raw.produce_batch("t", []), lambda: facade.produce_batch("t", [])) == ("ok", "0")
+
+
 def test_produce_batch_queues_each_message(producers: tuple[Any, Producer]) -> None:
     _, facade = producers
     assert facade.produce_batch("t", [{"value": b"a", "key": "k"}, {"value": "b", "partition": 0}], partition=0) == 2
@@ -295,6 +328,100 @@ def test_consumer_calls_after_close(consumers: tuple[Any, Consumer]) -> None:
     }
     assert {name: got for name, (got, expected) in outcomes.items() if got != expected} == {}
     assert {kind for (kind, _), _ in outcomes.values()} == {"RuntimeError"}
+
+
+ARGUMENT_CASES: dict[str, Callable[[Any], Any]] = {
+    "poll a string": lambda c: c.poll("a"),
+    "consume a string timeout": lambda c: c.consume(1, "a"),
+    "consume a string count": lambda c: c.consume("a", 0),
+    "consume -1": lambda c: c.consume(-1, 0),
+    "consume over a million": lambda c: c.consume(1_000_001, 0),
+    "consume none": lambda c: c.consume(0, 0),
+    "poll(0)": lambda c: c.poll(0),
+    "commit a message and offsets": lambda c: c.commit(message=TOMBSTONE, offsets=[TopicPartition("t", 0, 1)]),
+    "commit a partition, not a list": lambda c: c.commit(offsets=TopicPartition("t", 0, 1)),
+    "commit a list of numbers": lambda c: c.commit(offsets=[1]),
+    "commit a number as the message": lambda c: c.commit(message=1),
+    "store nothing": lambda c: c.store_offsets(),
+    "store nothing, positionally": lambda c: c.store_offsets(None),
+    "store a message and offsets": lambda c: c.store_offsets(message=TOMBSTONE, offsets=[TopicPartition("t", 0, 1)]),
+    "store a partition, not a list": lambda c: c.store_offsets(offsets=TopicPartition("t", 0, 1)),
+    "store a number as the message": lambda c: c.store_offsets(message=1),
+    "store with enable.auto.offset.store": lambda c: c.store_offsets(offsets=[TopicPartition("t", 0, 1)]),
+}
+TOMBSTONE = Message(topic="t", partition=0, offset=1)
+
+
+@pytest.mark.parametrize("call", ARGUMENT_CASES.values(), ids=ARGUMENT_CASES.keys())
+def test_consumer_arguments_are_checked_as_confluent_kafkas(
+    call: Callable[[Any], Any], consumers: tuple[Any, Consumer]
+) -> None:
+    raw, facade = consumers
+    same(partial(call, raw), partial(call, facade))
+
+
+def test_arguments_are_checked_before_closed(consumers: tuple[Any, Consumer], producers: tuple[Any, Producer]) -> None:
+    (raw, facade), (raw_p, facade_p) = consumers, producers
+    for client in (raw, facade):
+        client.close()
+    for client in (raw_p, facade_p):
+        client.close(0)
+    assert same(lambda: raw.poll("a"), lambda: facade.poll("a"))[0] == "TypeError"
+    assert same(lambda: raw.consume(-1, 0), lambda: facade.consume(-1, 0))[0] == "RuntimeError"
+    assert same(lambda: raw_p.flush("a"), lambda: facade_p.flush("a"))[0] == "TypeError"
+
+
+def test_store_offsets_without_auto_store(center: ConfigCenter) -> None:
+    """Offsets of partitions not assigned: ``_UNKNOWN_PARTITION``; one assigned among them: stored."""
+    group = {"group.id": "g", "enable.auto.commit": False, "enable.auto.offset.store": False}
+    raw, facade = confluent_kafka.Consumer({**RAW, **group}), Consumer({**ROUTE, **group}, center=center)
+    try:
+        unassigned = [TopicPartition("t", 0, 1)]
+        assert same(lambda: raw.store_offsets(offsets=unassigned),
+                    lambda: facade.store_offsets(offsets=unassigned))[0] == "KafkaException"  # fmt: skip
+        for client in (raw, facade):
+            client.assign([TopicPartition("t", 0)])
+        some = [TopicPartition("t", 0, 1), TopicPartition("u", 0, 1)]
+        assert same(lambda: raw.store_offsets(offsets=some), lambda: facade.store_offsets(offsets=some)) == (
+            "ok",
+            "None",
+        )
+    finally:
+        raw.close()
+        facade.close()
+
+
+class _SkipsInit(Consumer):
+    def __init__(self, conf: dict[str, Any]) -> None:
+        """Does not call the facade's."""
+
+
+class _RawSkipsInit(confluent_kafka.Consumer):
+    def __init__(self, conf: dict[str, Any]) -> None:
+        """Does not call the client's."""
+
+
+class _ProducerSkipsInit(Producer):
+    def __init__(self, conf: dict[str, Any]) -> None:
+        """Does not call the facade's."""
+
+
+class _RawProducerSkipsInit(confluent_kafka.Producer):
+    def __init__(self, conf: dict[str, Any]) -> None:
+        """Does not call the client's."""
+
+
+def test_a_subclass_that_skips_init_is_a_closed_client() -> None:
+    """As confluent-kafka's: ``RuntimeError`` for its calls (``close`` and ``len`` answer)."""
+    consumer, raw = _SkipsInit({}), _RawSkipsInit({})
+    outcomes = {name: (outcome(partial(call, consumer)), outcome(partial(call, raw)))
+                for name, call in {**CONSUMER_CALLS, "close": lambda c: c.close()}.items()}  # fmt: skip
+    assert {name: got for name, (got, expected) in outcomes.items() if got != expected} == {}
+    producer, raw_p = _ProducerSkipsInit({}), _RawProducerSkipsInit({})
+    calls = {**PRODUCER_CALLS, "len": len, "close": lambda p: p.close(0)}
+    outcomes = {name: (outcome(partial(call, producer)), outcome(partial(call, raw_p))) for name, call in calls.items()}
+    assert {name: got for name, (got, expected) in outcomes.items() if got != expected} == {}
+    assert outcomes["produce"][0][0] == "RuntimeError"
 
 
 POSITION_CASES: list[tuple[str, Callable[[Any], Any]]] = [

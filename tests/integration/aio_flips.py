@@ -1,0 +1,112 @@
+"""An asyncio workload's flips, for the asyncio facades' tests: a flip, a failback and a flip
+with the primary SIGKILLed, each timed; and how long the event loop was held meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from hotstandby.configcenter import ConfigCenter
+from hotstandby.refcluster import RefCluster
+
+_TICK_S = 0.002
+MAX_HOLD_S = 0.010  # the longest the event loop may be held while the clients switch
+
+
+class LoopLag:
+    """How late the loop runs a 2 ms timer, over time: the time it was held, by anything."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []  # (when the timer was set, how late it ran)
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+
+    async def _run(self) -> None:
+        while not self._stop.is_set():
+            start = time.monotonic()
+            await asyncio.sleep(_TICK_S)
+            self.samples.append((start, time.monotonic() - start - _TICK_S))
+
+    def worst(self, windows: Sequence[tuple[float, float]] | None = None) -> float:
+        """The longest hold within ``windows`` (all of it without)."""
+        held = [late for at, late in self.samples if windows is None or any(a <= at <= b for a, b in windows)]
+        return max(held, default=0.0)
+
+
+@dataclass
+class Flip:
+    to: str
+    kill: str | None = None  # the cluster SIGKILLed right before the flip (started again after)
+    started: float = 0.0
+    moved: float = 0.0  # every client on ``to``
+
+    @property
+    def window(self) -> tuple[float, float]:
+        return self.started, self.moved
+
+    @property
+    def seconds(self) -> float:
+        return self.moved - self.started
+
+
+@dataclass
+class Flips:
+    """Flips the route while the workload runs; every client (``clusters()``) follows each."""
+
+    refcluster: RefCluster
+    center: ConfigCenter
+    route: str
+    clusters: Callable[[], list[str]]
+    flips: list[Flip] = field(default_factory=list)
+
+    async def flip(self, to: str, *, kill: str | None = None, timeout: float = 90.0) -> Flip:
+        done = Flip(to, kill, started=time.monotonic())
+        if kill:  # the test's own blocking calls go to threads: the loop is the workload's
+            await asyncio.to_thread(self.refcluster.kill, kill, signal.SIGKILL)
+        await asyncio.to_thread(self.center.switch, self.route, to, reason="asyncio test")
+        while set(self.clusters()) != {to}:
+            assert time.monotonic() - done.started < timeout, f"clients on {self.clusters()} {timeout} s after the flip"
+            await asyncio.sleep(0.05)
+        done.moved = time.monotonic()
+        if kill:
+            await asyncio.to_thread(self.refcluster.restart, kill)
+        self.flips.append(done)
+        return done
+
+    def report(self, lag: LoopLag, what: str) -> str:
+        parts = [f"{f.to}{' (primary killed)' if f.kill else ''} {f.seconds:.1f} s, loop held <= "
+                 f"{lag.worst([f.window]) * 1000:.1f} ms" for f in self.flips]  # fmt: skip
+        return f"[measure] {what}: " + "; ".join(parts) + f"; worst hold over the run {lag.worst() * 1000:.1f} ms"
+
+    def check_holds(self, lag: LoopLag, what: str) -> None:
+        """The loop was held less than :data:`MAX_HOLD_S` while the clients switched."""
+        worst = max((lag.worst([f.window]) for f in self.flips), default=0.0)
+        print(f"[measure] {what}: loop held at most {worst * 1000:.1f} ms during the switches")
+        assert worst < MAX_HOLD_S, f"the event loop was held {worst * 1000:.1f} ms during a switch"
+
+
+def exactly_once(sent: set[str], received: list[str], report: str) -> None:
+    """Every value sent was received once."""
+    print(report)
+    counts = Counter(received)
+    lost, duplicated = sent - counts.keys(), {v: n for v, n in counts.items() if n > 1}
+    assert not lost and not duplicated, f"lost {len(lost)}, duplicated {len(duplicated)} of {len(sent)}"
+
+
+async def until(condition: Callable[[], bool], timeout: float, what: Callable[[], str]) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what()
+        await asyncio.sleep(0.1)
