@@ -23,6 +23,7 @@ from hotstandby.adapters.kafka.client_logs import LIBRDKAFKA_LOGGER
 from hotstandby.cli.output import emit
 from hotstandby.cli.progress import ProgressBar
 from hotstandby.drill import DrillOptions, DrillProgress
+from hotstandby.drill.html_report import write_report
 from hotstandby.drill.systems import DRILLS, ROUTES, drill_system
 from hotstandby.errors import MissingDependencyError
 from hotstandby.refcluster import RefCluster
@@ -68,6 +69,9 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=900.0, help="give up after this many seconds (default 900)")
     p.add_argument("--dir", help="reference cluster directory (default ~/.hotstandby/refcluster)")
     p.add_argument("--keep", action="store_true", help="leave a reference cluster the drill started running")
+    p.add_argument("--report", metavar="DIR",
+                   help="also write drill.html into DIR: records per second per cluster, flips, kills and restarts "
+                        "over time, and the counts (one self-contained page)")  # fmt: skip
     p.add_argument("--brokers", choices=("lite", "apache"),
                    help="the reference cluster to start when none is up: lite (look-alike brokers, the default) or "
                         "apache (Apache Kafka with MirrorMaker 2, Apache Pulsar with geo-replication); one that is "
@@ -140,6 +144,10 @@ def drill(args: argparse.Namespace) -> int:
             LIBRDKAFKA_LOGGER.setLevel(logging.CRITICAL)
             rc.down()
     ok = all(r.ok for r in reports)
+    if args.report and reports:
+        page = write_report(reports, args.report)
+        if not quiet:
+            print(f"report: {page}", file=sys.stderr)
     if len(reports) == 1:
         emit(args.json, reports[0].to_dict(), reports[0].human())
     else:

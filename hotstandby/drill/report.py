@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["DrillReport", "SwitchReport"]
+from hotstandby.drill.tally import Event
+
+__all__ = ["DrillReport", "SwitchReport", "Timeline"]
 
 _SUMMED = ("produced", "consumed", "lost", "duplicated", "redelivered", "filtered", "resent", "failed_deliveries",
            "replicated")  # fmt: skip
@@ -18,10 +20,20 @@ class SwitchReport:
     latency_ms: float | None  # route flip -> first record consumed on the new cluster
     killed: bool = False  # the old cluster's broker was SIGKILLed just before the flip
     duplicated: int = 0  # of the drill's duplicates, those seen from this flip to the next
+    at_s: float | None = None  # seconds into the drill
 
     def to_dict(self) -> dict[str, Any]:
         return {"from": self.source, "to": self.to, "latency_ms": self.latency_ms, "killed": self.killed,
-                "duplicated": self.duplicated}  # fmt: skip
+                "duplicated": self.duplicated, "at_s": self.at_s}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """What the report page draws: records consumed per second and cluster, and what the drill
+    did to the clusters (kills, restarts), in seconds from the drill's start."""
+
+    per_second: dict[tuple[int, str], int] = field(default_factory=dict)
+    events: list[Event] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -45,6 +57,7 @@ class DrillReport:
     topic: str = ""
     phase: str = ""  # what this part of a drill exercised (a drill of several parts sums them)
     phases: list[DrillReport] = field(default_factory=list)
+    timeline: Timeline = field(default_factory=Timeline, repr=False)  # not in to_dict: the report page's
 
     @classmethod
     def combine(cls, parts: list[DrillReport]) -> DrillReport:
@@ -68,7 +81,7 @@ class DrillReport:
         return self.lost == 0 and self.duplicated == 0 and self.produced > 0
 
     def to_dict(self) -> dict[str, Any]:
-        data = {k: v for k, v in asdict(self).items() if k not in ("phases", "phase")}
+        data = {k: v for k, v in asdict(self).items() if k not in ("phases", "phase", "timeline")}
         if self.phase:
             data["phase"] = self.phase
         data["switches"] = [s.to_dict() for s in self.switches]

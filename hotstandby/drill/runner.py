@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from hotstandby.configcenter import ConfigCenter, polling
-from hotstandby.drill.report import DrillReport, SwitchReport
+from hotstandby.drill.report import DrillReport, SwitchReport, Timeline
 from hotstandby.drill.tally import SwitchMark, Tally
 from hotstandby.errors import HotStandbyError
 from hotstandby.etcd_security import etcd_security_args
@@ -269,6 +269,7 @@ def run_drill(
             kill = options.kill_primary and k == 0
             if kill:
                 rc.kill(route.active)
+                tally.event("kill", route.active)
                 restart = route.active
             center.switch(workload.route, target, reason=f"hotstandby drill, switch {k + 1}")
             mark = tally.flip(route.active, target, killed=kill)
@@ -307,7 +308,11 @@ def run_drill(
         failed_deliveries=len(tally.failed - tally.produced),
         consumers=options.consumers,
         seconds=round(time.monotonic() - started, 1),
-        switches=[SwitchReport(m.source, m.to, m.latency_ms, m.killed, m.duplicated) for m in tally.switches],
+        switches=[
+            SwitchReport(m.source, m.to, m.latency_ms, m.killed, m.duplicated, round(m.at - tally.started, 2))
+            for m in tally.switches
+        ],
+        timeline=Timeline(dict(tally.per_second), list(tally.events)),
         lost_sample=lost[:20],
         duplicated_sample=list(tally.duplicated_sample),
         namespace=namespace,
@@ -364,6 +369,7 @@ def _restart(rc: RefCluster, workload: Workload, broker: str, ctx: DrillContext)
     ctx.restarting.set()
     try:
         waited = rc.restart(broker)
+        ctx.tally.event("restart", broker)
         began = time.monotonic()
         workload.restarted(rc, broker)
     finally:

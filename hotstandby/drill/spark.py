@@ -244,6 +244,7 @@ class SparkWorkload:
             return
         ctx.producing.clear()  # until the restarted query follows the new epoch (after_flip)
         job.kill()
+        ctx.tally.event("kill", "Spark driver")
         self._killed_at = k
         log.info("drill.driver_killed", switch=k + 1, pid=job.proc.pid)
 
@@ -260,6 +261,7 @@ class SparkWorkload:
             if self._closed:
                 return
             self._job = self._start(ctx)
+        ctx.tally.event("restart", "Spark driver")
         self.phase = f"{self._phase}; driver SIGKILLed before switch {k + 1} and restarted from its checkpoint after it"
 
     # -- producing and consuming ----------------------------------------------------------

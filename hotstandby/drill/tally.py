@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from hotstandby.drill.seq_set import SeqSet
 from hotstandby.logs import get_logger
 
-__all__ = ["SwitchMark", "Tally"]
+__all__ = ["Event", "SwitchMark", "Tally"]
 
 log = get_logger("hotstandby.drill")
 
@@ -39,9 +39,21 @@ class SwitchMark:
         return None if self.first_consumed is None else round((self.first_consumed - self.at) * 1000, 1)
 
 
+@dataclass(frozen=True)
+class Event:
+    """Something the drill did to the clusters (``kill``, ``restart``), ``at`` seconds into it."""
+
+    at: float
+    kind: str
+    what: str
+
+
 class Tally:
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self.started = time.monotonic()
+        self.per_second: dict[tuple[int, str], int] = {}  # (second, cluster) -> records consumed
+        self.events: list[Event] = []
         # Bitmaps: an hour-long soak counts hundreds of thousands of records (seq_set.py).
         self.produced = SeqSet()
         self.failed = SeqSet()
@@ -68,6 +80,8 @@ class Tally:
         now = time.monotonic()
         with self._lock:
             self.deliveries += 1
+            second = (int(now - self.started), cluster or "?")
+            self.per_second[second] = self.per_second.get(second, 0) + 1
             if seq in self.consumed:
                 self.duplicated += 1
                 if self.switches:
@@ -105,6 +119,10 @@ class Tally:
         with self._lock:
             self.switches.append(mark)
         return mark
+
+    def event(self, kind: str, what: str) -> None:
+        with self._lock:
+            self.events.append(Event(round(time.monotonic() - self.started, 2), kind, what))
 
     def counts(self) -> tuple[int, int]:
         """(produced, consumed of those) right now."""

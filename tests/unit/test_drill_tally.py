@@ -71,5 +71,6 @@ def test_report_fails_on_loss_or_duplicate_and_serializes_the_documented_keys() 
     for key in ("produced", "consumed", "lost", "duplicated", "filtered", "resent", "replicated", "switches"):
         assert key in data
     assert data["switches"] == [{"from": "kafka-a", "to": "kafka-b", "latency_ms": 12.5, "killed": True,
-                                 "duplicated": 3}]  # fmt: skip
+                                 "duplicated": 3, "at_s": None}]  # fmt: skip
+    assert "timeline" not in data
     assert "FAIL" in DrillReport(**{**base, "lost": 1, "lost_sample": [3]}).human()  # type: ignore[arg-type]
