@@ -22,6 +22,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="use the reference cluster already up in this directory (`hotstandby refcluster up --dir DIR`) "
         "instead of starting one; it is left running",
     )
+    parser.addoption(
+        "--upstream-pulsar",
+        metavar="DIR",
+        help="a checkout of pulsar-client-python: run its tests/asyncio_test.py with pulsar.asyncio and through "
+        "the asyncio facade, and compare (docs/pulsar-api.md)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
