@@ -26,6 +26,7 @@ The goal: lost 0, duplicated 0, every series within ±10 %.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import statistics
@@ -45,6 +46,7 @@ from hotstandby.drill.pulsar import PulsarWorkload
 from hotstandby.drill.runner import ClientThreads, DrillContext, DrillOptions, Workload, new_run_id
 from hotstandby.drill.spark import SparkWorkload
 from hotstandby.failover.presence import list_clients
+from hotstandby.logs import configure_from_env
 from hotstandby.refcluster import RefCluster
 
 SYSTEM_OF_ROUTE = {"orders": "kafka", "payments": "pulsar"}
@@ -158,6 +160,11 @@ def main() -> int:
     run = new_run_id()
     out: Path = args.out or Path(f"soak-{run}")
     out.mkdir(parents=True, exist_ok=True)
+    # A native crash (librdkafka aborts on some internal assertions) leaves every thread's
+    # Python stack here: which call of which client was in flight.
+    faults = (out / "faults.log").open("w")
+    faulthandler.enable(file=faults, all_threads=True)
+    configure_from_env()  # HOTSTANDBY_LOG_LEVEL=info: what the clients did, next to the crash
     kill_each = round(args.kill_every / args.flip_every) if args.kill_every else 0
     with reference_cluster(args.brokers, args.refcluster_dir) as rc:
         namespace = f"{rc.namespace.rstrip('/')}-soak/{run}"

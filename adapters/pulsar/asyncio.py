@@ -59,6 +59,11 @@ async def _run(executor: concurrent.futures.Executor | None, call: Callable[...,
         raise _translated(exc) from exc
 
 
+def _closed() -> PulsarException:
+    closed: PulsarException = PulsarException(pulsar.Result.AlreadyClosed)
+    return closed
+
+
 def _message_id(msg_id: Any) -> pulsar.MessageId:
     if isinstance(msg_id, pulsar.MessageId):
         return msg_id
@@ -76,6 +81,7 @@ class _Receiving:
         self._receive = receive
         self._thread = _one_thread(name)
         self._kept: collections.deque[pulsar.Message] = collections.deque()
+        self._closed = False
 
     def _until(self, cancelled: threading.Event) -> pulsar.Message | None:
         while not cancelled.is_set():
@@ -92,6 +98,8 @@ class _Receiving:
             self._kept.append(msg)
 
     async def next(self) -> pulsar.Message:
+        if self._closed:
+            raise _closed()
         if self._kept:
             return self._kept.popleft()
         cancelled = threading.Event()
@@ -108,6 +116,7 @@ class _Receiving:
         return msg
 
     def close(self) -> None:
+        self._closed = True
         self._thread.shutdown(wait=False)
 
 
@@ -118,10 +127,13 @@ class Producer:
         self._producer = producer
         self._executor = executor
         self._sender = _one_thread("hotstandby-aio-send")
+        self._closed = False
 
     async def send(self, content: Any, properties: dict[str, str] | None = None, **options: Any) -> pulsar.MessageId:
         """Send a message; its id on the cluster that acknowledged it last (a message the old
         cluster had not acknowledged at a switch is sent again to the new one)."""
+        if self._closed:  # as pulsar-client's
+            raise _closed()
         loop = asyncio.get_running_loop()
         acknowledged: asyncio.Future[Any] = loop.create_future()
 
@@ -143,9 +155,12 @@ class Producer:
         await _run(self._executor, self._producer.flush)
 
     async def close(self) -> None:
+        if self._closed:
+            raise _closed()
         try:
             await _run(self._executor, self._producer.close)
         finally:
+            self._closed = True
             self._sender.shutdown(wait=False)
 
     def topic(self) -> str:
