@@ -59,8 +59,8 @@ async def _run(executor: concurrent.futures.Executor | None, call: Callable[...,
         raise _translated(exc) from exc
 
 
-def _closed() -> PulsarException:
-    closed: PulsarException = PulsarException(pulsar.Result.AlreadyClosed)
+def _closed() -> Exception:
+    closed: Exception = PulsarException(pulsar.Result.AlreadyClosed)
     return closed
 
 
