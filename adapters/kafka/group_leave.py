@@ -35,10 +35,9 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, unquote
 
-from confluent_kafka import ConsumerGroupState, KafkaException
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaException
 
-from hotstandby.adapters.kafka.admin_clients import shared_admin
+from hotstandby.adapters.kafka.group_state import UNSUPPORTED, group_state
 from hotstandby.adapters.kafka.raw_close import close_within
 from hotstandby.adapters.kafka.stale_members import STALE
 from hotstandby.configcenter import ConfigCenter
@@ -48,14 +47,13 @@ from hotstandby.configcenter.lock import StoreLock, center_lock
 from hotstandby.configcenter.polling import wait_until
 from hotstandby.configcenter.sharing import SharedCenter
 from hotstandby.errors import ConfigCenterError
-from hotstandby.failover.probe import probe_cluster
 from hotstandby.logs import get_logger
 
 __all__ = ["GroupLeaves", "PendingLeaves", "leave_in_turn"]
 
 log = get_logger("hotstandby.kafka.consumer")
 
-_SETTLED = {ConsumerGroupState.STABLE, ConsumerGroupState.EMPTY, ConsumerGroupState.DEAD}
+_SETTLED = frozenset({"Stable", "Empty", "Dead"})
 # How long closing a consumer of a cluster that does not answer waits for librdkafka (whose
 # close returns at once unless commits are in flight, and those cannot reach that cluster).
 _GONE_CLOSE_S = 0.5
@@ -100,20 +98,14 @@ class PendingLeaves:
         return left
 
 
-def _settled(admin: AdminClient, spec: ClusterSpec, group: str) -> bool | None:
-    """Whether the group is stable or empty; None when the cluster does not answer."""
-    # Admin requests to a dead broker are what trips librdkafka's enq_once assertion (see
-    # admin_clients); a plain protocol probe first keeps them away from one.
-    if not probe_cluster(spec, timeout=1.0).ok:
+def _settled(spec: ClusterSpec, group: str) -> bool | None:
+    """Whether the group is stable or empty; None when the cluster does not answer. Asked on
+    plain sockets (group_state): librdkafka's admin requests to a group coordinator abort the
+    process now and then."""
+    state = group_state(spec, group, timeout=1.0)
+    if state is None:
         return None
-    try:
-        # The request times out on its own (2 s) before we stop waiting (10 s); the client is
-        # shared and never freed (see admin_clients).
-        found = admin.describe_consumer_groups([group], request_timeout=2)[group].result(10)
-    except (KafkaException, TimeoutError) as exc:
-        log.debug("consumer.describe_failed", group=group, error=str(exc))
-        return None
-    return found.state in _SETTLED
+    return state in _SETTLED or state == UNSUPPORTED  # one we cannot ask about is not waited for
 
 
 def leave_in_turn(
@@ -131,8 +123,7 @@ def leave_in_turn(
     then release ``lock``. ``harmless`` is called at once when the cluster does not answer: its
     group went with it, so joins need not wait for this leave, and nothing is left to do."""
     deadline = time.monotonic() + timeout
-    admin = shared_admin(spec)
-    if _settled(admin, spec, group) is None:
+    if _settled(spec, group) is None:
         if harmless is not None:
             harmless()
         STALE.add(spec.name, group, _member_id(raw))  # removed there before we join again
@@ -141,13 +132,13 @@ def leave_in_turn(
     held = False
     try:
         if lock is not None:
-            held = _await_turn(raw, admin, spec, group, lock, deadline)
+            held = _await_turn(raw, spec, group, lock, deadline)
         close_within(raw, group, max(deadline - time.monotonic(), _GONE_CLOSE_S))
     except BaseException:
         if held and lock is not None:
             lock.release()
         raise
-    return functools.partial(_release_when_settled, admin, spec, group, lock if held else None, deadline, timeout)
+    return functools.partial(_release_when_settled, spec, group, lock if held else None, deadline, timeout)
 
 
 def _member_id(raw: Any) -> str | None:
@@ -157,7 +148,7 @@ def _member_id(raw: Any) -> str | None:
         return None
 
 
-def _await_turn(raw: Any, admin: AdminClient, spec: ClusterSpec, group: str, lock: StoreLock, deadline: float) -> bool:
+def _await_turn(raw: Any, spec: ClusterSpec, group: str, lock: StoreLock, deadline: float) -> bool:
     """Wait for ``lock``, then for the group to be settled, serving the group's rebalances
     meanwhile (so the others can settle); whether the lock is held."""
     held = False
@@ -170,18 +161,18 @@ def _await_turn(raw: Any, admin: AdminClient, spec: ClusterSpec, group: str, loc
         if held:
             break
         raw.poll(0.1)
-    while held and _settled(admin, spec, group) is False and time.monotonic() < deadline:
+    while held and _settled(spec, group) is False and time.monotonic() < deadline:
         raw.poll(0.1)
     return held
 
 
 def _release_when_settled(
-    admin: AdminClient, spec: ClusterSpec, group: str, lock: StoreLock | None, deadline: float, timeout: float
+    spec: ClusterSpec, group: str, lock: StoreLock | None, deadline: float, timeout: float
 ) -> None:
     """Once the rest of the group has settled after our leave (or at ``deadline``), release ``lock``."""
     try:
         if lock is not None:
-            wait_until(lambda: _settled(admin, spec, group) is not False, deadline - time.monotonic(), first=0.1,
+            wait_until(lambda: _settled(spec, group) is not False, deadline - time.monotonic(), first=0.1,
                        most=0.1)  # fmt: skip
     finally:
         if lock is not None:
