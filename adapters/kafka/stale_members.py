@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Iterable
 
+from hotstandby.adapters.kafka.group_wire import MOVING, CoordinatorMoving, Reader, find_coordinator, request, string
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.configcenter.polling import wait_until
 from hotstandby.failover.probe import ProtocolError, request_frame, tls_context
@@ -30,54 +31,23 @@ __all__ = ["STALE", "StaleMembers", "leave_group_request", "parse_leave_group", 
 
 log = get_logger("hotstandby.kafka.consumer")
 
-_FIND_COORDINATOR, _FIND_COORDINATOR_V = 10, 2
 _LEAVE_GROUP, _LEAVE_GROUP_V = 13, 3
-_CLIENT_ID = b"hotstandby"
 _UNKNOWN_MEMBER_ID = 25  # already gone: as good as removed
-_MOVING = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 _RETRY_S = 0.25
-
-
-def _string(value: str) -> bytes:
-    raw = value.encode()
-    return struct.pack(">h", len(raw)) + raw
-
-
-def _request(api_key: int, version: int, correlation_id: int, body: bytes) -> bytes:
-    header = struct.pack(">hhih", api_key, version, correlation_id, len(_CLIENT_ID)) + _CLIENT_ID
-    return struct.pack(">i", len(header) + len(body)) + header + body
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self._data, self._at = data, 0
-
-    def take(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self._data, self._at)
-        self._at += struct.calcsize(fmt)
-        return int(value)
-
-    def string(self) -> str | None:
-        size = self.take(">h")
-        if size < 0:
-            return None
-        value = self._data[self._at : self._at + size].decode()
-        self._at += size
-        return value
 
 
 def leave_group_request(correlation_id: int, group: str, members: Iterable[str]) -> bytes:
     """A LeaveGroup v3 request removing the dynamic ``members`` of ``group``."""
     listed = list(members)
-    body = _string(group) + struct.pack(">i", len(listed))
+    body = string(group) + struct.pack(">i", len(listed))
     for member in listed:
-        body += _string(member) + struct.pack(">h", -1)  # no group.instance.id
-    return _request(_LEAVE_GROUP, _LEAVE_GROUP_V, correlation_id, body)
+        body += string(member) + struct.pack(">h", -1)  # no group.instance.id
+    return request(_LEAVE_GROUP, _LEAVE_GROUP_V, correlation_id, body)
 
 
 def parse_leave_group(reply: bytes, correlation_id: int) -> tuple[int, dict[str, int]]:
     """(the response's error code, each member's error code) of a LeaveGroup v3 response."""
-    r = _Reader(reply)
+    r = Reader(reply)
     if r.take(">i") != correlation_id:
         raise ProtocolError("LeaveGroup: wrong correlation id")
     r.take(">i")  # throttle time
@@ -90,37 +60,6 @@ def parse_leave_group(reply: bytes, correlation_id: int) -> tuple[int, dict[str,
     return error, members
 
 
-def _coordinator(spec: ClusterSpec, group: str, timeout: float) -> tuple[str, int]:
-    tls = tls_context(spec)
-    last: Exception = ProtocolError("no bootstrap server")
-    for host, port in spec.endpoints():
-        body = _string(group) + struct.pack(">b", 0)  # key type: group
-        try:
-            reply = request_frame(host, port, _request(_FIND_COORDINATOR, _FIND_COORDINATOR_V, 1, body), timeout,
-                                  tls=tls)  # fmt: skip
-        except (OSError, ProtocolError) as exc:
-            last = exc
-            continue
-        r = _Reader(reply)
-        if r.take(">i") != 1:
-            raise ProtocolError("FindCoordinator: wrong correlation id")
-        r.take(">i")  # throttle time
-        error = r.take(">h")
-        message = r.string()
-        r.take(">i")  # node id
-        found_host, found_port = r.string() or "", r.take(">i")
-        if error in _MOVING:
-            raise _CoordinatorMoving(f"FindCoordinator error {error}: {message or ''}")
-        if error:
-            raise ProtocolError(f"FindCoordinator error {error}: {message or ''}")
-        return found_host, found_port
-    raise last
-
-
-class _CoordinatorMoving(ProtocolError):
-    """The group's coordinator is loading or elsewhere (a restarted broker): ask again."""
-
-
 def remove_members(spec: ClusterSpec, group: str, members: Iterable[str], *, timeout: float = 10.0) -> set[str]:
     """Remove ``members`` from ``group`` on ``spec``'s cluster; those now gone from it (removed,
     or unknown there). A coordinator still loading the group (a restarted broker answers
@@ -129,12 +68,12 @@ def remove_members(spec: ClusterSpec, group: str, members: Iterable[str], *, tim
     listed = sorted(set(members))
     deadline = time.monotonic() + timeout
     gone: list[set[str]] = []
-    moving: list[_CoordinatorMoving] = []
+    moving: list[CoordinatorMoving] = []
 
     def answered() -> bool:
         try:
             gone.append(_leave(spec, group, listed, max(deadline - time.monotonic(), 0.5)))
-        except _CoordinatorMoving as exc:
+        except CoordinatorMoving as exc:
             moving[:] = [exc]
             return False
         return True
@@ -146,11 +85,12 @@ def remove_members(spec: ClusterSpec, group: str, members: Iterable[str], *, tim
 
 
 def _leave(spec: ClusterSpec, group: str, listed: list[str], timeout: float) -> set[str]:
-    host, port = _coordinator(spec, group, timeout)
-    reply = request_frame(host, port, leave_group_request(2, group, listed), timeout, tls=tls_context(spec))
+    tls = tls_context(spec)
+    host, port = find_coordinator(spec, group, timeout, tls)
+    reply = request_frame(host, port, leave_group_request(2, group, listed), timeout, tls=tls)
     error, results = parse_leave_group(reply, 2)
-    if error in _MOVING:
-        raise _CoordinatorMoving(f"LeaveGroup error {error}")
+    if error in MOVING:
+        raise CoordinatorMoving(f"LeaveGroup error {error}")
     if error and error != _UNKNOWN_MEMBER_ID:
         raise ProtocolError(f"LeaveGroup error {error}")
     return {m for m in listed if results.get(m, 0) in (0, _UNKNOWN_MEMBER_ID)}

@@ -21,12 +21,11 @@ def _string(value: str) -> bytes:
 
 @dataclass
 class Broker:
-    """Answers the three requests; ``ranges``: the versions it takes of each API."""
+    """Answers FindCoordinator and DescribeGroups."""
 
     state: str = "Stable"
     describe_error: int = 0
     find_error: int = 0
-    ranges: dict[int, tuple[int, int]] = field(default_factory=lambda: {10: (0, 6), 15: (0, 6)})
     seen: list[tuple[int, int]] = field(default_factory=list)  # (api, version) asked
 
     def __post_init__(self) -> None:
@@ -50,9 +49,6 @@ class Broker:
                 conn.sendall(struct.pack(">i", len(body)) + body)
 
     def _answer(self, api: int, version: int) -> bytes:
-        if api == 18:
-            apis = [(18, 0, 3), *((a, lo, hi) for a, (lo, hi) in self.ranges.items())]
-            return struct.pack(">hi", 0, len(apis)) + b"".join(struct.pack(">hhh", *a) for a in apis)
         throttle = struct.pack(">i", 0) if version >= 1 else b""
         if api == 10:
             message = struct.pack(">h", -1) if version >= 1 else b""
@@ -80,13 +76,7 @@ def broker() -> Iterator[Broker]:
 def test_the_groups_state(broker: Broker, state: str) -> None:
     broker.state = state
     assert group_state(broker.spec(), "g") == state
-    assert broker.seen == [(18, 0), (10, 2), (15, 4)], "the highest versions without tagged fields"
-
-
-def test_the_oldest_versions(broker: Broker) -> None:
-    broker.ranges = {10: (0, 0), 15: (0, 0)}
-    assert group_state(broker.spec(), "g") == "Stable"
-    assert broker.seen == [(18, 0), (10, 0), (15, 0)]
+    assert broker.seen == [(10, 2), (15, 4)], "versions without tagged fields"
 
 
 @pytest.mark.parametrize(("error", "expected"), [(16, "Unknown"), (14, "Unknown"), (69, UNSUPPORTED)])
@@ -100,11 +90,6 @@ def test_errors_of_the_coordinator(broker: Broker, error: int, expected: str) ->
 def test_no_coordinator_yet(broker: Broker) -> None:
     broker.find_error = 15
     assert group_state(broker.spec(), "g") == "Unknown"
-
-
-def test_a_broker_that_speaks_only_newer_versions(broker: Broker) -> None:
-    broker.ranges = {10: (3, 6), 15: (5, 6)}
-    assert group_state(broker.spec(), "g") == UNSUPPORTED
 
 
 def test_a_sasl_cluster_is_not_asked(broker: Broker) -> None:

@@ -57,7 +57,7 @@ def test_stale_members_are_kept_per_cluster_and_group() -> None:
 def test_a_coordinator_still_loading_the_group_is_asked_again_until_the_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    answers: list[object] = [stale_members._CoordinatorMoving("14"), stale_members._CoordinatorMoving("16"), {"m1"}]
+    answers: list[object] = [stale_members.CoordinatorMoving("14"), stale_members.CoordinatorMoving("16"), {"m1"}]
     calls: list[float] = []
 
     def leave(spec: ClusterSpec, group: str, listed: list[str], timeout: float) -> set[str]:
@@ -71,6 +71,6 @@ def test_a_coordinator_still_loading_the_group_is_asked_again_until_the_timeout(
     spec = ClusterSpec(name="kafka-a", kind="kafka", url="127.0.0.1:9")
     assert stale_members.remove_members(spec, "g", ["m1"], timeout=5.0) == {"m1"}
     assert len(calls) == 3 and all(0.5 <= t <= 5.0 for t in calls)
-    answers[:] = [stale_members._CoordinatorMoving("14")] * 100
-    with pytest.raises(stale_members._CoordinatorMoving):
+    answers[:] = [stale_members.CoordinatorMoving("14")] * 100
+    with pytest.raises(stale_members.CoordinatorMoving):
         stale_members.remove_members(spec, "g", ["m1"], timeout=0.3)
