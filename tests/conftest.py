@@ -25,8 +25,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--upstream-pulsar",
         metavar="DIR",
-        help="a checkout of pulsar-client-python: run its tests/asyncio_test.py with pulsar.asyncio and through "
-        "the asyncio facade, and compare (docs/pulsar-api.md)",
+        help="a checkout of pulsar-client-python: run its own tests with pulsar-client and through the facades, "
+        "and compare (docs/pulsar-api.md)",
     )
 
 

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hotstandby.adapters.kafka.consumer import Consumer
     from hotstandby.adapters.kafka.producer import Producer
+    from hotstandby.adapters.kafka.serde_clients import DeserializingConsumer, SerializingProducer
 
-__all__ = ["Consumer", "Producer"]
+__all__ = ["Consumer", "DeserializingConsumer", "Producer", "SerializingProducer"]
 
-_LAZY = {"Consumer": "consumer", "Producer": "producer"}
+_LAZY = {"Consumer": "consumer", "DeserializingConsumer": "serde_clients", "Producer": "producer",
+         "SerializingProducer": "serde_clients"}  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:

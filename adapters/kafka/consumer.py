@@ -294,9 +294,14 @@ class Consumer(ConsumerExtras, RouteClient):
         (``group_leave``). Closing twice is harmless."""
         if self._closed:
             return
-        self._closed = True
         s = self._state
         with s.lock:
+            if not s.closing:
+                s.closing = True
+                self._revoke_all()
+                if self._closed:
+                    return  # on_revoke closed it
+            self._closed = True
             if self._committer.auto_commit:
                 self._committer.commit_processed(asynchronous=True, inline=True)
             # Every acknowledgement was stored or is dirty: storing the others again changes nothing.
@@ -308,6 +313,14 @@ class Consumer(ConsumerExtras, RouteClient):
         self._switch.leaves.close(inner, spec)
         self._ledger_follower.close()
         self._follower.close()
+
+    def _revoke_all(self) -> None:
+        """The application's ``on_revoke`` of a closing consumer, which is still open there (it
+        may commit). What it raises is logged: the consumer closes all the same."""
+        try:
+            self._assignments.revoke_all()
+        except Exception as exc:
+            log.warning("consumer.on_revoke_failed", group=self.group, error=repr(exc))
 
     def __enter__(self) -> Consumer:
         return self

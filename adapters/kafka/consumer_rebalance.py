@@ -87,6 +87,16 @@ class Assignments:
         self._starts = starts
         self._started.clear()
 
+    def revoke_all(self) -> None:
+        """Closing: the application's ``on_revoke`` hears of every partition the group assigned
+        it, as confluent-kafka's ``close`` tells it (a manual assignment is not revoked)."""
+        s = self._s
+        if self._on_revoke is None or not s.topics:
+            return
+        assigned = s.inner.assignment()
+        if assigned:
+            self._on_revoke(self._facade, self.logical_partitions(assigned))
+
     def logical_partitions(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
         """The logical partitions behind physical ones, with the offset of the topic's own
         partition (a copy's offsets name other records)."""

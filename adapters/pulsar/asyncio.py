@@ -23,6 +23,7 @@ import asyncio
 import collections
 import concurrent.futures
 import functools
+import re
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -47,14 +48,18 @@ def _translated(exc: BaseException) -> BaseException:
     after the results)."""
     if isinstance(exc, pulsar.PulsarException) and not isinstance(exc, PulsarException):
         result = getattr(pulsar.Result, type(exc).__name__, pulsar.Result.UnknownError)
-        translated: BaseException = PulsarException(result, str(exc) or None)
+        translated: BaseException = PulsarException(result)
         return translated
     return exc
 
 
 async def _run(executor: concurrent.futures.Executor | None, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     try:
-        return await asyncio.get_running_loop().run_in_executor(executor, functools.partial(call, *args, **kwargs))
+        running = asyncio.get_running_loop().run_in_executor(executor, functools.partial(call, *args, **kwargs))
+    except RuntimeError as exc:  # the client's threads are shut down: it was closed
+        raise _closed() from exc
+    try:
+        return await running
     except pulsar.PulsarException as exc:
         raise _translated(exc) from exc
 
@@ -266,6 +271,7 @@ class Client:
 
     def __init__(self, route: str, *, max_workers: int = 8, **kwargs: Any) -> None:
         self._client = _Client(route, **kwargs)
+        self._shut_down = False
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=max_workers,
                                                                thread_name_prefix="hotstandby-aio")  # fmt: skip
 
@@ -274,11 +280,25 @@ class Client:
         """The cluster the client uses now."""
         return self._client.cluster
 
-    async def create_producer(self, topic: str, **kwargs: Any) -> Producer:
-        return Producer(await _run(self._executor, self._client.create_producer, topic, **kwargs), self._executor)
+    async def create_producer(self, topic: str, *, batching_enabled: bool = True, **kwargs: Any) -> Producer:
+        """As :meth:`pulsar.asyncio.Client.create_producer`, which batches by default (the
+        blocking client does not)."""
+        producer = await _run(self._executor, self._client.create_producer, topic,
+                              batching_enabled=batching_enabled, **kwargs)  # fmt: skip
+        return Producer(producer, self._executor)
 
-    async def subscribe(self, topic: str | list[str], subscription_name: str, **kwargs: Any) -> Consumer:
-        consumer = await _run(self._executor, self._client.subscribe, topic, subscription_name, **kwargs)
+    async def subscribe(
+        self, topic: str | list[str], subscription_name: str, *, is_pattern_topic: bool = False, **kwargs: Any
+    ) -> Consumer:
+        """As :meth:`pulsar.asyncio.Client.subscribe`: a topic, a list of topics, or with
+        ``is_pattern_topic`` a regular expression of topic names."""
+        selected: str | list[str] | re.Pattern[str] = topic
+        if is_pattern_topic:
+            if not isinstance(topic, str):
+                raise ValueError("Argument 'topic' must be a string when 'is_pattern_topic' is True; "
+                                 "lists of topics do not support pattern subscriptions")  # fmt: skip
+            selected = re.compile(topic)
+        consumer = await _run(self._executor, self._client.subscribe, selected, subscription_name, **kwargs)
         return Consumer(consumer, self._executor)
 
     async def create_reader(self, topic: str, start_message_id: pulsar.MessageId, **kwargs: Any) -> Reader:
@@ -291,8 +311,14 @@ class Client:
     def shutdown(self) -> None:
         self._client.shutdown()
         self._executor.shutdown(wait=False)
+        self._shut_down = True
 
     async def close(self) -> None:
+        """As :meth:`pulsar.asyncio.Client.close`: ``AlreadyClosed`` the second time; once
+        after :meth:`shutdown`, it has nothing left to do."""
+        if self._shut_down:
+            self._shut_down = False
+            return
         try:
             await _run(self._executor, self._client.close)
         finally:

@@ -42,7 +42,7 @@ from hotstandby.adapters.pulsar.handed import Handed, HandedOut, MessageKey, han
 from hotstandby.adapters.pulsar.listener import MessageListener
 from hotstandby.adapters.pulsar.start_position import start_after_copies
 from hotstandby.adapters.pulsar.subscription import SubscriptionState
-from hotstandby.adapters.pulsar.topics import TopicSelection, subscribe_pattern
+from hotstandby.adapters.pulsar.topics import TopicSelection, full_topic, subscribe_pattern
 from hotstandby.adapters.pulsar.waits import as_pulsar_waits, deadline_of, slice_ms
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigCenterUnavailable, ForeignPositionError
@@ -138,9 +138,9 @@ class Consumer(Acknowledging):
         return filtered
 
     def topic(self) -> str:
-        """The topic given; of a list or a pattern, pulsar-client's name for its consumer on the
-        cluster in use."""
-        return self._topic if not self._multi else str(self._inner.topic())
+        """The topic's full name; of a list or a pattern, pulsar-client's name for its consumer
+        on the cluster in use."""
+        return full_topic(self._topic) if not self._multi else str(self._inner.topic())
 
     def subscription_name(self) -> str:
         return self._subscription

@@ -29,6 +29,7 @@ from hotstandby.adapters.pulsar.client_switch import close_quietly
 from hotstandby.adapters.pulsar.handed import hand_out, stored_at
 from hotstandby.adapters.pulsar.listener import MessageListener
 from hotstandby.adapters.pulsar.stall_watch import StallWatch
+from hotstandby.adapters.pulsar.topics import full_topic
 from hotstandby.adapters.pulsar.waits import as_pulsar_waits, slices_ms
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.ledger.ledger import PartitionLedger
@@ -60,7 +61,8 @@ class Reader:
         self._listener = None if listener is None else MessageListener(self, listener, self._read_next, role="reader")
 
     def topic(self) -> str:
-        return self._topic
+        """The topic's full name, as pulsar-client gives it."""
+        return full_topic(self._topic)
 
     def read_next(self, timeout_millis: int | None = None) -> pulsar.Message:
         """As :meth:`pulsar.Reader.read_next`; raises ``pulsar.Timeout`` after ``timeout_millis``,

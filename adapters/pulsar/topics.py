@@ -18,7 +18,7 @@ import pulsar
 
 from hotstandby.logs import get_logger
 
-__all__ = ["TopicSelection", "full_topic", "logical_partition", "matching", "subscribe_pattern"]
+__all__ = ["TopicSelection", "full_topic", "logical_partition", "matching", "names", "subscribe_pattern"]
 
 log = get_logger("hotstandby.pulsar.consumer")
 
@@ -31,8 +31,12 @@ _DOMAINS = {
 
 
 def full_topic(name: str) -> str:
-    """``name`` as Pulsar's full topic name (a short name is in public/default, persistent)."""
-    return name if "://" in name else f"persistent://public/default/{name}"
+    """``name`` as Pulsar's full topic name, as pulsar-client completes it: a short name is in
+    public/default, ``tenant/namespace/topic`` (and the old ``tenant/cluster/namespace/topic``)
+    is persistent."""
+    if "://" in name:
+        return name
+    return f"persistent://{name}" if "/" in name else f"persistent://public/default/{name}"
 
 
 def logical_partition(topic: str) -> tuple[str, int]:
@@ -50,7 +54,14 @@ def matching(
     ``mode`` subscribes to, sorted."""
     domains = _DOMAINS[mode]
     found = {full_topic(t) for t in topics}
-    return sorted(t for t in found if t.startswith(domains) and pattern.fullmatch(t))
+    return sorted(t for t in found if t.startswith(domains) and names(pattern, t))
+
+
+def names(pattern: re.Pattern[str], full_name: str) -> bool:
+    """Whether ``pattern`` matches the topic ``full_name`` as a whole: a pattern without a domain
+    (``public/default/orders-.*``, as pulsar-client takes it) matches the name without one."""
+    name = full_name if "://" in pattern.pattern else full_name.split("://", 1)[-1]
+    return pattern.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)
@@ -96,7 +107,7 @@ class TopicSelection:
         if self.single is not None:
             return logical == self.single
         if self.pattern is not None:
-            return "://" in logical and self.pattern.fullmatch(logical) is not None
+            return "://" in logical and names(self.pattern, logical)
         return logical in self.listed
 
     def logical(self, topic_name: str) -> str:

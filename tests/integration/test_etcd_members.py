@@ -1,6 +1,7 @@
 """A three-member etcd losing its leader under the SDK's clients: once under traffic, once
 while the clients follow a flip. They go on, each flip is applied once by each client, and
-nothing is lost or duplicated."""
+nothing is lost or duplicated. It starts its own lite cluster whichever tier runs it, and
+runs in the real-broker tier, to keep the default suite short."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from hotstandby.drill.runner import DrillContext, new_run_id, run_drill
 from hotstandby.errors import RefClusterError
 from hotstandby.refcluster import Ports, RefCluster
 from tests.support import capture_logs, wait_for
+
+pytestmark = [pytest.mark.apache, pytest.mark.real_tier_only]
 
 
 @pytest.fixture(scope="module")

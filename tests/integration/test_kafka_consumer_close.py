@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
-from confluent_kafka import Message
+from confluent_kafka import Message, TopicPartition
 
 from hotstandby.adapters.kafka import Consumer
 from hotstandby.configcenter import ConfigCenter
@@ -110,3 +110,34 @@ def test_close_against_a_killed_broker_returns_within_seconds_with_its_acknowled
     stored = LedgerStore(center).load(group, topic, 0).ledger
     ids: list[RecordId] = [m.hs_id for m in got]  # type: ignore[attr-defined]  # the facade's messages carry it
     assert len(ids) == 10 and all(stored.has(r) for r in ids), "what was processed is acknowledged in the ledger"
+
+
+def test_close_tells_on_revoke_which_may_commit_there_as_confluent_kafka(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    topic = f"rv-{uuid.uuid4().hex[:8]}"
+    create_topic(refcluster.cluster_spec("kafka-a"), topic, 2)
+    produce_values(refcluster, namespace, topic, [f"v{i}" for i in range(10)])
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(route_config(refcluster, namespace, **{
+        "group.id": group, "enable.auto.commit": False, "auto.offset.reset": "earliest"}))  # fmt: skip
+    revoked: list[list[tuple[str, int]]] = []
+    committed: list[int] = []
+
+    def on_revoke(c: Consumer, partitions: list[TopicPartition]) -> None:
+        revoked.append(sorted((tp.topic, tp.partition) for tp in partitions))
+        committed.append(len(c.commit(asynchronous=False) or []))  # the consumer is still open here
+
+    got: list[Message] = []
+    consumer.subscribe([topic], on_revoke=on_revoke)
+    _poll_until([consumer], lambda: len(got) >= 10, 60, "10 records", got)
+    consumer.close()
+    consumer.close()  # once only
+    assert revoked == [[(topic, 0), (topic, 1)]], "close revokes the assignment, once"
+    assert committed == [2], "both partitions' positions committed in on_revoke"
+    again = Consumer(route_config(refcluster, namespace, **{"group.id": group, "auto.offset.reset": "earliest"}))
+    try:
+        again.subscribe([topic])
+        assert again.consume(10, 5) == [], "what was committed in on_revoke is not read again"
+    finally:
+        again.close()

@@ -387,3 +387,21 @@ def test_a_client_dropped_without_close_stops_its_threads(refcluster: RefCluster
         return not set(threading.enumerate()) - before
 
     wait_for(threads_ended, 10, "the dropped client's threads to end")
+
+
+def test_topic_is_the_full_name_as_pulsar_client_gives_it(clients: dict[str, Any]) -> None:
+    short = f"drop-in-{uuid.uuid4().hex[:8]}"
+    given = [short, f"public/default/{short}-ns", f"persistent://public/default/{short}-full"]
+    seen = {}
+    for name, client in clients.items():
+        named = []
+        for topic in given:
+            producer = client.create_producer(topic)
+            consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
+            reader = client.create_reader(topic, pulsar.MessageId.earliest)
+            named.append((producer.topic(), consumer.topic(), reader.topic()))
+            for made in (producer, consumer, reader):
+                made.close()
+        seen[name] = named
+    assert seen["hotstandby"] == seen["pulsar-client"]
+    assert seen["pulsar-client"][1] == (f"persistent://public/default/{short}-ns",) * 3

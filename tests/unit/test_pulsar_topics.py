@@ -9,7 +9,7 @@ import time
 import pulsar
 import pytest
 
-from hotstandby.adapters.pulsar.topics import TopicSelection, matching, subscribe_pattern
+from hotstandby.adapters.pulsar.topics import TopicSelection, full_topic, matching, subscribe_pattern
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.failover.identity import RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
@@ -93,3 +93,19 @@ def test_the_ledgers_of_a_group_are_read_at_once_by_topic_and_partition() -> Non
     loaded = store.load_group("g")
     assert sorted(loaded) == [("b", 2), (f"{FULL}a", 0)]
     assert loaded[("b", 2)].ledger.has(RecordId(bytes(16), 2, 1))
+
+
+def test_names_are_completed_as_pulsar_client_completes_them() -> None:
+    assert full_topic("t") == f"{FULL}t"
+    assert full_topic("acme/orders/t") == "persistent://acme/orders/t"
+    assert full_topic("acme/east/orders/t") == "persistent://acme/east/orders/t"  # the old, four-part form
+    assert full_topic("non-persistent://acme/orders/t") == "non-persistent://acme/orders/t"
+
+
+def test_a_pattern_without_a_domain_matches_names_without_theirs() -> None:
+    pattern = re.compile(r"public/default/orders-\d")
+    assert matching(pattern, ["orders-1", "other", f"{FULL}orders-2"]) == [f"{FULL}orders-1", f"{FULL}orders-2"]
+    assert TopicSelection(pattern=pattern).covers(f"{FULL}orders-3")
+    assert not TopicSelection(pattern=re.compile(r"persistent://public/default/orders-\d")).covers(
+        "public/default/orders-3"
+    )
