@@ -23,6 +23,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "instead of starting one; it is left running",
     )
     parser.addoption(
+        "--upstream-kafka",
+        metavar="DIR",
+        help="a checkout of confluent-kafka-python: run its own tests with confluent-kafka and through the "
+        "facades, and compare (docs/kafka-api.md)",
+    )
+    parser.addoption(
         "--upstream-pulsar",
         metavar="DIR",
         help="a checkout of pulsar-client-python: run its own tests with pulsar-client and through the facades, "

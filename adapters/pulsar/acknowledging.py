@@ -99,9 +99,11 @@ class Acknowledging:
 
     def _acknowledge_unknown_id(self, mid: pulsar.MessageId, *, cumulative: bool) -> None:
         """A message id of no message handed out here: nothing to record in the ledger (its
-        identity is unknown), so the broker alone gets it, as pulsar-client would send it."""
+        identity is unknown), so the broker alone gets it at once, as pulsar-client sends it:
+        what pulsar-client refuses (an id without a topic on a multi-topic consumer:
+        ``OperationNotSupported``) is raised."""
         self._seldom.info("consumer.ack_of_unknown_message_id", topic=self._topic, message_id=str(mid))
-        self._state.after_store(self._inner, mid, cumulative=cumulative)
+        (self._inner.acknowledge_cumulative if cumulative else self._inner.acknowledge)(mid)
 
     def _acknowledge_elsewhere(self, message: pulsar.Message) -> None:
         """A message handed out on a cluster the consumer has left (or acknowledged already):

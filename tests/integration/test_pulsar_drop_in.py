@@ -405,3 +405,14 @@ def test_topic_is_the_full_name_as_pulsar_client_gives_it(clients: dict[str, Any
         seen[name] = named
     assert seen["hotstandby"] == seen["pulsar-client"]
     assert seen["pulsar-client"][1] == (f"persistent://public/default/{short}-ns",) * 3
+
+
+def test_a_multi_topic_consumer_refuses_an_id_without_a_topic_as_pulsar_client(clients: dict[str, Any]) -> None:
+    seen = {}
+    for name, client in clients.items():
+        topic = fresh_topic()
+        sent = client.create_producer(topic).send(b"m")  # the id a producer gets names no topic
+        consumer = client.subscribe([topic, f"{topic}-other"], "s", initial_position=EARLIEST)
+        seen[name] = outcome(lambda c=consumer, m=sent: c.acknowledge(m))
+        consumer.close()
+    assert seen == dict.fromkeys(clients, "OperationNotSupported")

@@ -2,7 +2,8 @@
 with pulsar-client on the reference cluster passes with the facades in its place, or
 docs/pulsar-api.md (*pulsar-client's own tests*) says why the facade differs, and on which
 reference cluster. The tests are not in pulsar-client's wheel: give a checkout of its
-repository with ``--upstream-pulsar DIR``. A measurement of minutes, run by hand."""
+repository with ``--upstream-pulsar DIR``. It starts a reference cluster for each of the two
+runs (``--brokers`` says which). A measurement of minutes, run by hand."""
 
 from __future__ import annotations
 
@@ -15,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hotstandby.configcenter import ConfigCenter
-from hotstandby.refcluster import RefCluster
+from hotstandby.refcluster import Ports, RefCluster
 
 DOC = Path(__file__).parents[2] / "docs" / "pulsar-api.md"
 SECTION = "### pulsar-client's own tests"
@@ -60,29 +60,58 @@ def run(file: Path, mode: str, test: str, argv: list[str]) -> dict[str, str]:
     return outcome
 
 
-@pytest.mark.parametrize("file", sorted(SUITES))
-def test_pulsar_clients_own_tests_pass_through_the_facades(
-    request: pytest.FixtureRequest, refcluster: RefCluster, center: ConfigCenter, namespace: str, file: str
-) -> None:
+Outcomes = dict[str, dict[str, tuple[dict[str, str], dict[str, str]]]]  # file -> test -> (raw, facade)
+
+
+def run_suites(checkout: Path, mode: str, brokers: str, workdir: Path, only: Outcomes | None) -> dict[str, dict]:
+    """Every test of every suite in ``mode`` on a reference cluster of its own (the suites use
+    fixed topic names: a run must not see another's messages); in facade mode, only the tests
+    that passed raw."""
+    rc = RefCluster(workdir / mode, Ports.free(), brokers=brokers)
+    try:
+        rc.up()
+        http = getattr(rc.ports, "pulsar_a_http", None) if brokers == "apache" else None
+        argv = ["--service-url", rc.cluster_spec("pulsar-a").url, "--admin-url", f"http://127.0.0.1:{http or 1}",
+                "--etcd", f"127.0.0.1:{rc.ports.etcd}", "--namespace", rc.namespace, "--route", "payments"]  # fmt: skip
+        found: dict[str, dict] = {}
+        for file in sorted(SUITES):
+            path = checkout / "tests" / file
+            for test in upstream_tests(path, SUITES[file]):
+                if only is not None and only[file][test][0]["outcome"] != "passed":
+                    continue
+                found.setdefault(file, {})[test] = outcome = run(path, mode, test, argv)
+                print(f"[measure] {mode} {file} {test}: {outcome['outcome']} {outcome.get('detail', '')}", flush=True)
+        return found
+    finally:
+        rc.down()
+
+
+@pytest.fixture(scope="module")
+def outcomes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Outcomes:
     checkout = request.config.getoption("--upstream-pulsar")
     if not checkout:
         pytest.skip("give a pulsar-client-python checkout with --upstream-pulsar DIR")
-    path = Path(checkout) / "tests" / file
-    spec = refcluster.cluster_spec("pulsar-a")
-    http = getattr(refcluster.ports, "pulsar_a_http", None) if refcluster.brokers == "apache" else None
-    argv = ["--service-url", spec.url, "--admin-url", f"http://127.0.0.1:{http or 1}",
-            "--etcd", f"127.0.0.1:{refcluster.ports.etcd}", "--namespace", namespace, "--route", "payments"]  # fmt: skip
-    results = {}
-    for test in upstream_tests(path, SUITES[file]):
-        raw = run(path, "raw", test, argv)
-        through = run(path, "facade", test, argv) if raw["outcome"] == "passed" else {"outcome": "not run"}
-        results[test] = raw, through
-        print(f"[measure] {file} {test}: raw {raw['outcome']}, facade {through['outcome']} "
-              f"{through.get('detail', '')}", flush=True)  # fmt: skip
+    brokers = request.config.getoption("--brokers")
+    workdir = tmp_path_factory.mktemp("upstream")
+    raw = run_suites(Path(checkout), "raw", brokers, workdir, None)
+    results: Outcomes = {
+        file: {t: (o, {"outcome": "not run"}) for t, o in tests.items()} for file, tests in raw.items()
+    }
+    for file, tests in run_suites(Path(checkout), "facade", brokers, workdir, results).items():
+        for test, through in tests.items():
+            results[file][test] = (results[file][test][0], through)
+    return results
+
+
+@pytest.mark.parametrize("file", sorted(SUITES))
+def test_pulsar_clients_own_tests_pass_through_the_facades(
+    request: pytest.FixtureRequest, outcomes: Outcomes, file: str
+) -> None:
+    results = outcomes[file]
     passing_raw = {t for t, (raw, _) in results.items() if raw["outcome"] == "passed"}
     differing = {t: through.get("detail", "") for t, (raw, through) in results.items()
                  if t in passing_raw and through["outcome"] != "passed"}  # fmt: skip
-    explained = documented_differences(file, refcluster.brokers)
+    explained = documented_differences(file, request.config.getoption("--brokers"))
     print(f"[measure] {file}: {len(results)} tests, passing raw {len(passing_raw)}, through the facades "
           f"{len(passing_raw) - len(differing)}, documented differences {len(explained)}")  # fmt: skip
     assert set(differing) <= set(explained), f"not passing through the facades, undocumented: {differing}"
