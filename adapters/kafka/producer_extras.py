@@ -36,6 +36,11 @@ class ProducerExtras:
 
     produce: Callable[..., None]
 
+    def _refuse_closed(self) -> None:
+        """confluent-kafka's error for a closed producer (or one whose ``__init__`` never ran)."""
+        if self._closed:
+            raise RuntimeError("Producer has been closed")
+
     def produce_batch(
         self,
         topic: str,
@@ -69,8 +74,7 @@ class ProducerExtras:
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
         """Drop records not yet sent; their callbacks get a purge error, as with confluent_kafka."""
-        if self._closed:
-            raise RuntimeError("Producer has been closed")
+        self._refuse_closed()
         with self._lock:
             self._user_purge = True
             try:
@@ -99,25 +103,30 @@ class ProducerExtras:
     def init_transactions(self, timeout: float = -1) -> None:
         """As confluent-kafka's, on the cluster in use (a switch initialises the next cluster
         with the same ``transactional.id``)."""
+        self._refuse_closed()
         self._transactions.init_transactions(timeout)
 
     def begin_transaction(self) -> None:
         """As confluent-kafka's, on the cluster in use; after a switch ended the transaction,
         raises its abortable error until :meth:`abort_transaction`."""
+        self._refuse_closed()
         self._transactions.begin_transaction()
 
     def commit_transaction(self, timeout: float = -1) -> None:
         """As confluent-kafka's; a transaction a switch ended raises an abortable
         ``KafkaException`` (``txn_requires_abort()``): abort it and begin again."""
+        self._refuse_closed()
         self._transactions.commit_transaction(timeout)
 
     def abort_transaction(self, timeout: float = -1) -> None:
         """As confluent-kafka's: records not delivered get a purge error; none is sent again."""
+        self._refuse_closed()
         self._transactions.abort_transaction(timeout)
 
     def send_offsets_to_transaction(self, positions: Any, group_metadata: Any, timeout: float = -1) -> None:
         """Not supported (docs/kafka-api.md): offsets committed in a transaction bypass the
         consumer's ack ledger."""
+        self._refuse_closed()
         not_supported("send_offsets_to_transaction", NO_OFFSETS)
 
 

@@ -158,6 +158,7 @@ def copies_on(url: str, topic: str, cluster: str) -> list[tuple[str, CopyMark, s
         client.close()
 
 
+@pytest.mark.real_tier_only  # 45 s on the lite cluster
 def test_a_pulsar_task_that_moves_starts_after_the_newest_copy_the_query_read(
     refcluster: RefCluster, center: ConfigCenter, namespace: str
 ) -> None:

@@ -211,6 +211,10 @@ PRODUCER_CALLS: dict[str, Callable[[Any], Any]] = {
     "cluster_id": lambda p: p.cluster_id(0.1),
     "set_sasl_credentials": lambda p: p.set_sasl_credentials("u", "p"),
     "produce_batch": lambda p: p.produce_batch("t", [{"value": b"v", "partition": 0}]),
+    "init_transactions": lambda p: p.init_transactions(0.1),
+    "begin_transaction": lambda p: p.begin_transaction(),
+    "commit_transaction": lambda p: p.commit_transaction(0.1),
+    "abort_transaction": lambda p: p.abort_transaction(0.1),
 }
 
 

@@ -8,22 +8,17 @@ a checkout of confluent-kafka-python; it has its own module name because that ch
 Through the facades, ``confluent_kafka.Producer``, ``Consumer``, ``SerializingProducer`` and
 ``DeserializingConsumer`` are the facades' classes, configured for the route in
 ``HS_CONFIG`` (a JSON object of ``hotstandby.*`` properties) instead of ``bootstrap.servers``.
-Each test ends after ``HS_TEST_TIMEOUT`` seconds (a test of that suite may wait without a limit
-for what never comes).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 import types
-from collections.abc import Iterator
 from typing import Any
 
 import confluent_kafka
-import pytest
 
 
 def _trivup_stand_in() -> None:
@@ -61,23 +56,3 @@ def _through_the_facades(route: dict[str, Any]) -> None:
 _trivup_stand_in()
 if os.environ.get("HS_UPSTREAM_MODE") == "facade":
     _through_the_facades(json.loads(os.environ["HS_CONFIG"]))
-
-
-class _Overran(Exception):
-    pass
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    limit = int(os.environ.get("HS_TEST_TIMEOUT", "60"))
-
-    def overran(*_: object) -> None:
-        raise _Overran(f"no end within {limit} s")
-
-    previous = signal.signal(signal.SIGALRM, overran)
-    signal.alarm(limit)
-    try:
-        return (yield)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
