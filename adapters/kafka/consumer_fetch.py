@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from confluent_kafka import KafkaError, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message, TopicPartition
 
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
 from hotstandby.errors import FormatError
@@ -135,7 +135,7 @@ class Fetcher:
         """Filter a record already acknowledged; otherwise hand it out under its logical topic."""
         error = msg.error()
         if error is not None:
-            return None if self._copy_missing(msg, error) else msg
+            return None if self._copy_missing(msg, error) or self._copy_reset(msg, error) else msg
         acks = self._s.acks
         physical, partition, offset = msg.topic() or "", msg.partition() or 0, msg.offset() or 0
         logical = self._s.logical_of(physical)
@@ -162,6 +162,21 @@ class Fetcher:
         if copy:
             self._s.seldom.info("consumer.copy_not_there", topic=topic, error=error.str(), cluster=self._s.spec.name)
         return copy
+
+    def _copy_reset(self, msg: Message, error: KafkaError) -> bool:
+        """``auto.offset.reset=error`` and a remote copy without a committed offset: the
+        application named the topic, not its copy, and cannot place it; the copy is read from
+        its beginning (the ack ledger filters what was acknowledged) instead of stopping."""
+        topic = msg.topic() or ""
+        if error.code() != KafkaError._AUTO_OFFSET_RESET or self._s.logical_of(topic) == topic:
+            return False
+        self._s.seldom.info("consumer.copy_from_beginning", topic=topic, partition=msg.partition(),
+                            cluster=self._s.spec.name)  # fmt: skip
+        try:
+            self._s.inner.seek(TopicPartition(topic, msg.partition() or 0, OFFSET_BEGINNING))
+        except KafkaException as exc:  # revoked meanwhile: its next owner places it
+            log.info("consumer.copy_reset_failed", topic=topic, error=str(exc))
+        return True
 
     def mark_returned_processed(self) -> None:
         """With ``enable.auto.offset.store``, what ``poll`` returned last is processed now."""

@@ -27,8 +27,8 @@ from typing import Any
 from confluent_kafka import KafkaError, Message
 from confluent_kafka import Producer as RawProducer
 
-from hotstandby.adapters.kafka import arguments
 from hotstandby.adapters.kafka.adapter import ADAPTER
+from hotstandby.adapters.kafka.callback_interrupts import CallbackInterrupts
 from hotstandby.adapters.kafka.client_logs import with_logger
 from hotstandby.adapters.kafka.held_records import Held, still_held
 from hotstandby.adapters.kafka.partition_counts import METADATA_TIMEOUT_S, PartitionCounts
@@ -47,7 +47,7 @@ from hotstandby.adapters.kafka.surface import (
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.failover.client_options import ClientOptions
-from hotstandby.failover.follower import RouteClient, RouteFollower, wait_slices
+from hotstandby.failover.follower import RouteClient, RouteFollower
 from hotstandby.failover.identity import HEADER, RecordId, new_session
 from hotstandby.failover.outbox import Outbox, ReplicatedTo, Stored
 from hotstandby.failover.partitioner import Partitioner
@@ -123,6 +123,7 @@ class Producer(ProducerExtras, RouteClient):
         self._lock = threading.RLock()
         self._session = self.options.producer_session or new_session()
         self._sequences: dict[tuple[str, int], int] = {}
+        self._interrupts = CallbackInterrupts()
         self._outbox: Outbox[tuple[str, int, int], _Record] = Outbox(
             self.options.replay_window_ms, self.options.replay_window_bytes
         )
@@ -228,6 +229,10 @@ class Producer(ProducerExtras, RouteClient):
                 self._inner.poll(0.05)
 
     def _delivered(self, record: _Record, generation: int, err: KafkaError | None, msg: Message) -> None:
+        with self._interrupts.watching():  # a Ctrl-C here must reach flush()'s caller
+            self._deliver(record, generation, err, msg)
+
+    def _deliver(self, record: _Record, generation: int, err: KafkaError | None, msg: Message) -> None:
         report: DeliveryCallback | None = None
         with self._lock:
             if generation != self._generation:
@@ -254,27 +259,6 @@ class Producer(ProducerExtras, RouteClient):
             report(err, msg)
 
     # -- the confluent_kafka surface ------------------------------------------------------
-
-    def poll(self, timeout: float | None = -1) -> int:
-        """Serve delivery callbacks; returns how many were served."""
-        arguments.timeout(timeout)
-        if timeout == 0:  # the usual call after each produce(): nothing to wait for, no slices
-            return int(self._inner.poll(0))
-        served = 0
-        for wait in wait_slices(timeout):
-            served += self._inner.poll(wait)
-            if served:
-                return served
-        return served
-
-    def flush(self, timeout: float | None = -1) -> int:
-        """Wait until every record was acknowledged (across switches); returns how many are left."""
-        arguments.timeout(timeout)
-        for wait in wait_slices(timeout):
-            self._inner.flush(wait)
-            if not self._outbox.pending:
-                break
-        return len(self)
 
     def __len__(self) -> int:
         """Records not acknowledged yet (across switches); 0 once closed, as confluent-kafka's."""

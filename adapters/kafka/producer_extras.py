@@ -12,9 +12,13 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka import Producer as RawProducer
 
+from hotstandby.adapters.kafka import arguments
 from hotstandby.adapters.kafka.arguments import batch_arguments
+from hotstandby.adapters.kafka.callback_interrupts import CallbackInterrupts
 from hotstandby.adapters.kafka.producer_txn import NO_OFFSETS, Transactions
 from hotstandby.adapters.kafka.surface import HANDLE_CLOSED, DeliveryCallback, not_supported
+from hotstandby.failover.follower import wait_slices
+from hotstandby.failover.outbox import Outbox
 from hotstandby.failover.switch_protocol import SwitchPlan
 
 if TYPE_CHECKING:
@@ -33,6 +37,8 @@ class ProducerExtras:
     _user_purge: bool
     _raw_config: dict[str, Any]
     _transactions: Transactions
+    _interrupts: CallbackInterrupts
+    _outbox: Outbox[Any, Any]  # the records not acknowledged yet
 
     produce: Callable[..., None]
 
@@ -40,6 +46,29 @@ class ProducerExtras:
         """confluent-kafka's error for a closed producer (or one whose ``__init__`` never ran)."""
         if self._closed:
             raise RuntimeError("Producer has been closed")
+
+    def poll(self, timeout: float | None = -1) -> int:
+        """Serve delivery callbacks; returns how many were served."""
+        arguments.timeout(timeout)
+        if timeout == 0:  # the usual call after each produce(): nothing to wait for, no slices
+            return int(self._inner.poll(0))
+        served = 0
+        for wait in wait_slices(timeout):
+            poll = self._inner.poll
+            served += self._interrupts.serve(poll, wait)
+            if served:
+                return served
+        return served
+
+    def flush(self, timeout: float | None = -1) -> int:
+        """Wait until every record was acknowledged (across switches); returns how many are left."""
+        arguments.timeout(timeout)
+        for wait in wait_slices(timeout):
+            flush = self._inner.flush  # first: a closed producer raises
+            self._interrupts.serve(flush, wait)
+            if not self._outbox.pending:
+                break
+        return 0 if self._closed else self._outbox.pending  # as len(producer)
 
     def produce_batch(
         self,

@@ -113,7 +113,7 @@ def run_suite(
 def documented_differences(brokers: str) -> dict[str, str]:
     """test id -> why the facade differs on the ``brokers`` reference cluster, from the doc."""
     section = DOC.read_text().split(SECTION, 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| `([\w/.]+::[\w\[\]-]+)` \| (lite|apache|both) \| (.+?) \|$", section, re.M)
+    rows = re.findall(r"^\| `([\w/.]+::[^`]+)` \| (lite|apache|both) \| (.+?) \|$", section, re.M)
     return {test: why for test, where, why in rows if where in (brokers, "both")}
 
 
