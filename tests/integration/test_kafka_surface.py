@@ -92,3 +92,29 @@ def test_a_paused_partition_stays_paused_across_a_switch(
         assert sorted(m.value() for m in poll_until(consumer, 2, 30, events)) == [b"b0", b"b1"]
     finally:
         consumer.close()
+
+
+def test_auto_offset_reset_error_stops_at_the_applications_partitions_not_their_copies(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """With ``auto.offset.reset=error`` a partition the application placed is read; its remote
+    copy, which it cannot place, is read from its beginning instead of raising
+    ``_AUTO_OFFSET_RESET`` (confluent-kafka's own test_incremental_assign)."""
+    topic = f"r-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):  # the topic on both: each has the other's copy
+        create_topic(refcluster.cluster_spec(cluster), topic, 1)
+    produce_values(refcluster, namespace, topic, ["a", "b"])
+    consumer = Consumer(route_config(refcluster, namespace, **{
+        "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False, "auto.offset.reset": "error"}))  # fmt: skip
+    events: list[Message] = []
+    try:
+        consumer.incremental_assign([TopicPartition(topic, 0, 0)])
+        got = poll_until(consumer, 2, 30, events)
+        assert [m.value() for m in got] == [b"a", b"b"]
+        deadline = time.monotonic() + 5  # the copy's reset comes from librdkafka's fetcher
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            assert msg is None or msg.error() is None, f"handed out: {msg.error() if msg else None}"
+    finally:
+        consumer.close()
+    assert [m.error() for m in events if m.error().code() == KafkaError._AUTO_OFFSET_RESET] == []
