@@ -278,13 +278,13 @@ class Consumer(ConsumerExtras, RouteClient):
             return partitions
 
     def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
-        """Committed offsets of the physical partitions behind the given logical ones."""
+        """Committed offsets of the physical partitions behind the given logical ones (a topic
+        the consumer does not read: its own partitions)."""
         self._check_open()
         s = self._state
         with s.lock:
-            physical = [
-                TopicPartition(p, tp.partition) for tp in partitions for p, lg in s.logical.items() if lg == tp.topic
-            ]
+            physical = [TopicPartition(p, tp.partition) for tp in partitions
+                        for p in ([p for p, lg in s.logical.items() if lg == tp.topic] or [tp.topic])]  # fmt: skip
             return list(s.inner.committed(physical, timeout=30.0 if timeout is None else timeout))
 
     def close(self) -> None:

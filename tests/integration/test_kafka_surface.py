@@ -118,3 +118,20 @@ def test_auto_offset_reset_error_stops_at_the_applications_partitions_not_their_
     finally:
         consumer.close()
     assert [m.error() for m in events if m.error().code() == KafkaError._AUTO_OFFSET_RESET] == []
+
+
+def test_committed_answers_for_a_topic_the_consumer_does_not_read(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    topic = f"q-{uuid.uuid4().hex[:8]}"
+    create_topic(refcluster.cluster_spec("kafka-a"), topic, 1)
+    consumer = Consumer(route_config(refcluster, namespace, **{"group.id": f"g-{uuid.uuid4().hex[:6]}"}))
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)
+        deadline = time.monotonic() + 30  # the broker's commit follows the ledger's, asynchronously
+        while (got := consumer.committed([TopicPartition(topic, 0)], timeout=10)) != [TopicPartition(topic, 0, 3)]:
+            assert time.monotonic() < deadline, f"committed: {got}"
+            assert len(got) == 1, "the topic's own partition, not nothing"
+            time.sleep(0.1)
+    finally:
+        consumer.close()
