@@ -38,8 +38,9 @@ class AdapterInfo:
 
 
 _ADAPTERS: dict[str, AdapterInfo] = {
-    # confluent-kafka 2.13 is the first that lets the consumer make Message objects.
-    "kafka": AdapterInfo("kafka", "hotstandby.adapters.kafka", "confluent_kafka", "kafka", "confluent-kafka", "2.13"),
+    # confluent-kafka 2.13 is the first that lets the consumer make Message objects; 2.16 has the
+    # serde builder the serde clients configure serializers with.
+    "kafka": AdapterInfo("kafka", "hotstandby.adapters.kafka", "confluent_kafka", "kafka", "confluent-kafka", "2.16"),
     # pulsar-client 3.8 is the first whose create_producer takes a message_router; 3.8.0 crashed
     # (SIGSEGV) in 2 of 3 runs of the Pulsar adapter contract test, 3.9.0 and 3.10.0 in none.
     "pulsar": AdapterInfo("pulsar", "hotstandby.adapters.pulsar", "pulsar", "pulsar", "pulsar-client", "3.9"),

@@ -33,7 +33,7 @@ try:
     from confluent_kafka.aio.producer._kafka_batch_executor import ProducerBatchExecutor
     from confluent_kafka.aio.producer._producer_batch_processor import ProducerBatchManager
 except ImportError as exc:  # pragma: no cover - depends on the installed confluent-kafka
-    raise ImportError("hotstandby.adapters.kafka.aio needs confluent-kafka with confluent_kafka.aio (2.13+)") from exc
+    raise ImportError("hotstandby.adapters.kafka.aio needs confluent-kafka with confluent_kafka.aio (2.16+)") from exc
 
 from hotstandby.adapters.kafka.aio_callbacks import call_back, on_callers_thread, wrap_conf_callbacks
 from hotstandby.adapters.kafka.consumer import Consumer

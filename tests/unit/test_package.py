@@ -75,8 +75,8 @@ def test_a_client_library_older_than_the_floor_is_refused_naming_it(monkeypatch:
     from hotstandby import registry
 
     monkeypatch.setattr(registry, "_CHECKED", set())
-    monkeypatch.setattr(registry, "installed_version", lambda distribution: "2.12.2")
-    with pytest.raises(MissingDependencyError, match=r"confluent-kafka>=2\.13, 2\.12\.2 is installed"):
+    monkeypatch.setattr(registry, "installed_version", lambda distribution: "2.15.2")
+    with pytest.raises(MissingDependencyError, match=r"confluent-kafka>=2\.16, 2\.15\.2 is installed"):
         import_adapter_module("kafka", "producer")
-    monkeypatch.setattr(registry, "installed_version", lambda distribution: "2.13.0")
+    monkeypatch.setattr(registry, "installed_version", lambda distribution: "2.16.0")
     assert import_adapter_module("kafka", "producer").Producer
