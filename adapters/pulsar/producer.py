@@ -30,7 +30,6 @@ from pulsar.schema import Schema
 from hotstandby.adapters.pulsar.adapter import ADAPTER, decode_identity
 from hotstandby.adapters.pulsar.producer_message import BYTES, Encoded, Message, SendCallback, exception_for
 from hotstandby.adapters.pulsar.replication_position import copied_through, offset_of, own_copies
-from hotstandby.adapters.pulsar.topics import full_topic
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError
 from hotstandby.failover.identity import HEADER, IdentityText, new_session
@@ -131,8 +130,7 @@ class Producer:
     # -- the pulsar.Producer surface --------------------------------------------------------
 
     def topic(self) -> str:
-        """The topic's full name, as pulsar-client gives it."""
-        return full_topic(self._topic)
+        return str(self._inner.topic())  # the full name, as pulsar-client gives it
 
     def producer_name(self) -> str:
         return str(self._inner.producer_name())
