@@ -42,7 +42,9 @@ def commit_arguments(message: object, offsets: object, *, store: bool) -> None:
     if message is not None and offsets is not None:
         raise ValueError("message and offsets are mutually exclusive")
     if offsets is not None:
-        partition_list(offsets)
+        for tp in partition_list(offsets):
+            if tp.metadata is not None and "\x00" in tp.metadata:  # a C string: refused before anything is acknowledged
+                raise ValueError("embedded null character")
     elif message is not None:
         if not isinstance(message, Message):
             raise TypeError("expected confluent_kafka.cimpl.Message")

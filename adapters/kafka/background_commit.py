@@ -21,7 +21,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
 from hotstandby.failover.ledger.ownership import RETRY_S
 
-__all__ = ["BackgroundCommits"]
+__all__ = ["BackgroundCommits", "broker_offsets"]
 
 # How long close waits for the thread.
 _STOP_S = 5.0
@@ -33,19 +33,23 @@ class BackgroundCommits:
     def __init__(self, state: ConsumerState) -> None:
         self._s = state
         self._offsets: dict[Slot, int] = {}  # to commit on the broker once stored (under the lock)
+        self._metadata: dict[Slot, str] = {}  # the commit metadata given with them
         self._inner: Any = None  # the raw consumer they belong to
         self._wake = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
 
-    def request(self, positions: dict[Slot, int]) -> None:
+    def request(self, positions: dict[Slot, int], metadata: dict[Slot, str]) -> None:
         """Under the consumer's lock, the acknowledgements collected: store them, then commit
-        ``positions`` (physical partition -> next offset) on the broker."""
+        ``positions`` (physical partition -> next offset) on the broker, with ``metadata``."""
         if self._s.inner is not self._inner:
-            self._offsets, self._inner = {}, self._s.inner
+            self._offsets, self._metadata, self._inner = {}, {}, self._s.inner
         for slot, offset in positions.items():
-            if offset > self._offsets.get(slot, -1):
+            if offset >= self._offsets.get(slot, -1):
                 self._offsets[slot] = offset
+                self._metadata.pop(slot, None)
+                if slot in metadata:
+                    self._metadata[slot] = metadata[slot]
         self.wake()
 
     def wake(self) -> None:
@@ -79,18 +83,27 @@ class BackgroundCommits:
             batch = s.ledgers.take()
             if batch is None and s.ledgers.dirty:
                 return  # not yet (a second after a failure): the next round
-            offsets, inner = self._offsets, self._inner
-            self._offsets = {}
+            offsets, metadata, inner = self._offsets, self._metadata, self._inner
+            self._offsets, self._metadata = {}, {}
         stored = s.ledgers.write(batch) if batch is not None else set()
         with s.lock:
             if batch is not None and not s.ledgers.finish(batch, stored):
-                for slot, offset in offsets.items():  # after the ledgers, whenever they are stored
-                    if inner is self._inner and offset > self._offsets.get(slot, -1):
-                        self._offsets[slot] = offset
+                if inner is self._inner:  # after the ledgers, whenever they are stored
+                    for slot, offset in offsets.items():
+                        if offset > self._offsets.get(slot, -1):
+                            self._offsets[slot] = offset
+                            if slot in metadata:
+                                self._metadata[slot] = metadata[slot]
                 return
             if not offsets or inner is not s.inner or s.closing:
                 return
         try:
-            inner.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())], asynchronous=True)
+            inner.commit(offsets=broker_offsets(offsets, metadata), asynchronous=True)
         except (KafkaException, RuntimeError) as exc:  # the cluster, or the consumer closed meanwhile
             log.warning("consumer.broker_commit_failed", cluster=s.spec.name, error=str(exc))
+
+
+def broker_offsets(positions: dict[Slot, int], metadata: dict[Slot, str]) -> list[TopicPartition]:
+    """``positions`` as the raw consumer commits them, with their metadata."""
+    return [TopicPartition(t, p, o) if (t, p) not in metadata else TopicPartition(t, p, o, metadata[(t, p)])
+            for (t, p), o in sorted(positions.items())]  # fmt: skip

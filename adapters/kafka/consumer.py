@@ -186,6 +186,8 @@ class Consumer(ConsumerExtras, RouteClient):
         self._check_open()
         s, fetcher, assignments = self._state, self._fetcher, self._assignments
         with s.lock:
+            if s.lost_tells:  # held back behind the error event the last poll returned
+                s.tell_lost()
             fetcher.mark_returned_processed()
             self._committer.maybe_auto_commit()
             if s.ledgers.dirty:  # acknowledgements etcd did not take yet: the commit thread's
@@ -248,19 +250,22 @@ class Consumer(ConsumerExtras, RouteClient):
         self, message: Message | None = None, offsets: list[TopicPartition] | None = None, asynchronous: bool = True
     ) -> list[TopicPartition] | None:
         """Acknowledge, as confluent_kafka commits: the stored offsets, or the given message's
-        partition up to it, or the given offsets. Ledger first (in the config center), then the
-        broker's offsets."""
+        partition up to it, or the given offsets (with their metadata). Ledger first (in the
+        config center), then the broker's offsets; a synchronous commit returns once the broker
+        shows them (``committed()`` reads them), or after the etcd timeout with a warning."""
         self._check_open()
         arguments.commit_arguments(message, offsets, store=False)
+        committer = self._committer
         with self._state.lock:
             committed: list[TopicPartition] | None
             if message is None and offsets is None:
-                committed = self._committer.commit_processed(asynchronous=asynchronous)
+                committed = committer.commit_processed(asynchronous=asynchronous)
             else:
-                committed = self._committer.commit(
-                    self._committer.positions(message, offsets), asynchronous=asynchronous
-                )
-            return committed
+                committed = committer.commit(committer.positions(message, offsets), asynchronous=asynchronous,
+                                             metadata=committer.metadata(offsets))  # fmt: skip
+        if committed:
+            committer.confirm(committed)
+        return committed
 
     # -- the rest of the confluent_kafka surface ------------------------------------------
 
@@ -315,9 +320,11 @@ class Consumer(ConsumerExtras, RouteClient):
         self._follower.close()
 
     def _revoke_all(self) -> None:
-        """The application's ``on_revoke`` of a closing consumer, which is still open there (it
-        may commit). What it raises is logged: the consumer closes all the same."""
+        """The application's ``on_lost`` held back, then its ``on_revoke`` of a closing consumer,
+        which is still open there (it may commit). What they raise is logged: the consumer
+        closes all the same."""
         try:
+            self._state.tell_lost()
             self._assignments.revoke_all()
         except Exception as exc:
             log.warning("consumer.on_revoke_failed", group=self.group, error=repr(exc))

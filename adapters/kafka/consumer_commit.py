@@ -14,13 +14,18 @@ import time
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from hotstandby.adapters.kafka.background_commit import BackgroundCommits
+from hotstandby.adapters.kafka.background_commit import BackgroundCommits, broker_offsets
 from hotstandby.adapters.kafka.consumer_fetch import Fetcher, message_identity
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
 from hotstandby.adapters.kafka.named_partitions import named_slot
 from hotstandby.errors import ConfigCenterUnavailable
 
 __all__ = ["Committer"]
+
+# A synchronous commit's wait for the broker (Committer.confirm): one question's limit (what a
+# switch may wait for the lock), and the pause between questions (the lock is free then).
+_CONFIRM_ASK_S = 0.5
+_CONFIRM_PAUSE_S = 0.02
 
 
 class Committer:
@@ -63,11 +68,18 @@ class Committer:
             self._s.ledgers.dirty |= left or set()
             return {}
         if offsets is not None:
-            # Offsets name physical partitions: the logical topic's own ("orders"), a remote copy
-            # ("kafka-b.orders"), or the copy a position taken from its message came from.
-            return {named_slot(self._s, tp.topic, tp.partition, tp.offset - 1): tp.offset for tp in offsets}
+            return {slot: tp.offset for slot, tp in self._named(offsets)}
         everything: dict[Slot, int] = acks.next_positions()
         return everything
+
+    def metadata(self, offsets: list[TopicPartition] | None) -> dict[Slot, str]:
+        """The commit metadata given with ``offsets``, per physical partition."""
+        return {slot: tp.metadata for slot, tp in self._named(offsets or []) if tp.metadata is not None}
+
+    def _named(self, offsets: list[TopicPartition]) -> list[tuple[Slot, TopicPartition]]:
+        # Offsets name physical partitions: the logical topic's own ("orders"), a remote copy
+        # ("kafka-b.orders"), or the copy a position taken from its message came from.
+        return [(named_slot(self._s, tp.topic, tp.partition, tp.offset - 1), tp) for tp in offsets]
 
     def commit_processed(self, *, asynchronous: bool, inline: bool = False) -> list[TopicPartition] | None:
         """Commit what was marked processed (what ``poll`` returned, with auto offset store)."""
@@ -79,15 +91,21 @@ class Committer:
             self.commit(self._s.acks.processed_positions(), asynchronous=True)
 
     def commit(
-        self, positions: dict[Slot, int], *, asynchronous: bool = False, inline: bool = False
+        self,
+        positions: dict[Slot, int],
+        *,
+        asynchronous: bool = False,
+        inline: bool = False,
+        metadata: dict[Slot, str] | None = None,
     ) -> list[TopicPartition] | None:
-        """Acknowledge, store the ledgers, then commit on the broker. A synchronous commit whose
-        ledgers etcd did not take within its timeout fails as confluent_kafka's does when the
-        broker does not answer (``_TIMED_OUT``); the acknowledgements are kept and stored later.
-        An asynchronous one (auto commit too) never raises: what is not stored is retried. It
-        returns once the acknowledgements are in memory; the rest is the commit thread's
-        (:mod:`.background_commit`), unless ``inline`` (a rebalance callback, close: before the
-        partitions or the consumer go)."""
+        """Acknowledge, store the ledgers, then commit on the broker (with ``metadata``). A
+        synchronous commit whose ledgers etcd did not take within its timeout fails as
+        confluent_kafka's does when the broker does not answer (``_TIMED_OUT``); the
+        acknowledgements are kept and stored later. Its broker commit is sent, and the caller
+        then waits for the broker to show it (:meth:`confirm`). An asynchronous one (auto commit
+        too) never raises: what is not stored is retried. It returns once the acknowledgements
+        are in memory; the rest is the commit thread's (:mod:`.background_commit`), unless
+        ``inline`` (a rebalance callback, close: before the partitions or the consumer go)."""
         s = self._s
         self._last_auto_commit = time.monotonic()
         for slot, next_offset in positions.items():
@@ -95,7 +113,7 @@ class Committer:
         keys = s.acks.collect(s.now_ms())
         if asynchronous and not inline:
             s.ledgers.dirty |= keys
-            self.background.request(positions)
+            self.background.request(positions, metadata or {})
             return None
         deadline = None if asynchronous else s.store_deadline()
         if not s.ledgers.store(keys, deadline=deadline) and deadline is not None:
@@ -105,13 +123,37 @@ class Committer:
                                             f"{timeout} s; it is kept and stored later"))  # fmt: skip
         if not positions:
             return None
-        offsets = _offsets(positions)
+        offsets = broker_offsets(positions, metadata or {})
         # Always asynchronous on the broker: a synchronous commit waits without a limit for a
         # coordinator, and a dead cluster would hold the client (and its switch) forever. The
         # ledger already holds the acknowledgement; the broker's offsets only save re-reading,
         # and the next commit stores them.
         self._broker_commit(offsets, "consumer.broker_commit_failed")
         return None if asynchronous else offsets
+
+    def confirm(self, offsets: list[TopicPartition]) -> None:
+        """After a synchronous commit, wait until the broker shows ``offsets``, as confluent_kafka's returns once the broker took them and ``committed()``
+        right after reads them: at most the etcd timeout, then a warning (the ledger holds the
+        acknowledgement). The consumer's lock is held for one bounded question at a time, so a
+        switch asked for meanwhile goes first; it ends the wait, as it commits itself."""
+        s = self._s
+        deadline = s.store_deadline()
+        asked = [TopicPartition(tp.topic, tp.partition) for tp in offsets]
+        wanted = {(tp.topic, tp.partition): tp for tp in offsets}
+        inner = s.inner
+        while (left := deadline - time.monotonic()) > 0:
+            with s.lock:
+                if s.gate.closed or s.closing or s.inner is not inner:
+                    return
+                try:
+                    shown = inner.committed(asked, timeout=min(left, _CONFIRM_ASK_S))
+                except KafkaException:
+                    shown = []
+            if len(shown) == len(asked) and all(_shows(tp, wanted.get((tp.topic, tp.partition))) for tp in shown):
+                return
+            time.sleep(min(max(deadline - time.monotonic(), 0.0), _CONFIRM_PAUSE_S))
+        log.warning("consumer.broker_commit_unconfirmed", cluster=s.spec.name, partitions=len(asked),
+                    timeout_s=s.options.settings.etcd_timeout)  # fmt: skip
 
     def settle(self) -> None:
         """Before a switch: store every acknowledgement (ledger first), then commit on the old
@@ -126,7 +168,7 @@ class Committer:
             raise ConfigCenterUnavailable("the ledgers could not be stored before the switch; it is retried")
         acknowledged = s.acks.acknowledged_positions()
         if acknowledged:  # the ledger holds them; the old cluster may be gone
-            self._broker_commit(_offsets(acknowledged), "consumer.commit_failed")
+            self._broker_commit(broker_offsets(acknowledged, {}), "consumer.commit_failed")
 
     def _broker_commit(self, offsets: list[TopicPartition], failed_event: str) -> None:
         try:
@@ -135,5 +177,7 @@ class Committer:
             log.warning(failed_event, cluster=self._s.spec.name, error=str(exc))
 
 
-def _offsets(positions: dict[Slot, int]) -> list[TopicPartition]:
-    return [TopicPartition(t, p, o) for (t, p), o in sorted(positions.items())]
+def _shows(shown: TopicPartition, wanted: TopicPartition | None) -> bool:
+    # The offset only: a broker may drop the metadata (Tansu does). The commit and the question
+    # go to the coordinator over one connection, in order, so a shown offset has its metadata.
+    return wanted is not None and shown.error is None and shown.offset == wanted.offset

@@ -115,11 +115,19 @@ class Fetcher:
             batch = inner.consume(_FETCH_BATCH, 0)
             if not batch:
                 msg = inner.poll(wait)
+                self._after_fetch([] if msg is None else [msg])
                 return None if msg is not None and self._revoked_now and self._not_ours([msg]) else msg
+            self._after_fetch(batch)
             if self._revoked_now:
                 batch = self._not_ours(batch, keep=True)
             self._buffer.extend(batch)
         return self._buffer.popleft() if self._buffer else None
+
+    def _after_fetch(self, fetched: list[Message]) -> None:
+        """Partitions lost during the fetch are told now, unless it fetched an error event too:
+        then at the next poll, after the application got the error, as with confluent-kafka."""
+        if self._s.lost_tells and all(m.error() is None for m in fetched):
+            self._s.tell_lost()
 
     def _not_ours(self, batch: list[Message], *, keep: bool = False) -> list[Message]:
         """Records of partitions revoked during the call that fetched them and not assigned to

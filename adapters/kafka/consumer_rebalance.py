@@ -19,6 +19,7 @@ what it may read of that.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -178,7 +179,9 @@ class Assignments:
         if inner is not s.inner or s.closing:
             return  # a cluster we left, or we are closing: the acknowledgements are stored already
         tell = (self._on_lost or self._on_revoke) if lost else self._on_revoke
-        if tell:
+        if tell and lost:  # after the error event fetched with it, if any (Fetcher.next)
+            s.lost_tells.append(functools.partial(tell, self._facade, self.logical_partitions(partitions)))
+        elif tell:
             # First, so that what the application commits there is kept too.
             tell(self._facade, self.logical_partitions(partitions))
         if self._committer.auto_commit:  # what was processed on these partitions is kept

@@ -77,6 +77,15 @@ class ConsumerState:
         # Logical partitions assigned by the application (assign), not by a group: kept on
         # every cluster until unassigned.
         self.manual: set[Slot] = set()
+        # The application's on_lost calls of a fetch that also got an error event: confluent-kafka
+        # returns the error first and serves the loss queued behind it at the next poll; a batch
+        # fetch served both at once (see Fetcher.next).
+        self.lost_tells: list[Callable[[], None]] = []
+
+    def tell_lost(self) -> None:
+        """The application's on_lost calls held back, in order."""
+        while self.lost_tells:
+            self.lost_tells.pop(0)()
 
     def set_sasl_credentials(self, username: str, password: str) -> None:
         """The application's new credentials: for the cluster in use and the next ones."""

@@ -33,6 +33,7 @@ import pulsar.asyncio as _upstream
 
 from hotstandby.adapters.pulsar.client import Client as _Client
 from hotstandby.adapters.pulsar.consumer import Consumer as _Consumer
+from hotstandby.adapters.pulsar.error_messages import message_of
 from hotstandby.adapters.pulsar.producer import Producer as _Producer
 from hotstandby.adapters.pulsar.reader import Reader as _Reader
 
@@ -48,7 +49,7 @@ def _translated(exc: BaseException) -> BaseException:
     after the results)."""
     if isinstance(exc, pulsar.PulsarException) and not isinstance(exc, PulsarException):
         result = getattr(pulsar.Result, type(exc).__name__, pulsar.Result.UnknownError)
-        translated: BaseException = PulsarException(result)
+        translated: BaseException = PulsarException(result, message_of(exc))
         return translated
     return exc
 

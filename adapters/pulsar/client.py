@@ -37,6 +37,7 @@ import pulsar
 
 from hotstandby.adapters.pulsar.client_settings import client_kwargs
 from hotstandby.adapters.pulsar.client_switch import Move, SwitchParticipation, close_quietly
+from hotstandby.adapters.pulsar.error_messages import with_messages
 from hotstandby.adapters.pulsar.topics import TopicSelection
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
@@ -134,7 +135,8 @@ class Client(SwitchParticipation, RouteClient):
         self._forget = weakref.finalize(self, _forget, self._follower, self._subscriptions)
 
     def _connect(self, spec: ClusterSpec) -> pulsar.Client:
-        return pulsar.Client(spec.url, **client_kwargs(spec, self._client_kwargs))
+        kwargs = client_kwargs(spec, self._client_kwargs)
+        return with_messages(pulsar.Client(spec.url, **kwargs), kwargs.get("operation_timeout_seconds"))
 
     def _connect_first(self, spec: ClusterSpec) -> pulsar.Client:
         self._inner = self._connect(spec)  # before following: a switch may start at once

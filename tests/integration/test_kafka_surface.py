@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
 from confluent_kafka import KafkaError, Message, TopicPartition
 
 from hotstandby.adapters.kafka import Consumer, Producer
@@ -14,7 +15,6 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.failover.identity import HEADER
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, produce_values, route_config
-from tests.support import wait_for
 
 
 def poll_until(consumer: Consumer, count: int, timeout: float, events: list[Message]) -> list[Message]:
@@ -129,9 +129,29 @@ def test_committed_answers_for_a_topic_the_consumer_does_not_read(
     consumer = Consumer(route_config(refcluster, namespace, **{"group.id": f"g-{uuid.uuid4().hex[:6]}"}))
     try:
         consumer.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)
-        assert len(consumer.committed([TopicPartition(topic, 0)], timeout=10)) == 1, "its own partition, not nothing"
-        # The broker's commit follows the ledger's, asynchronously.
-        wait_for(lambda: consumer.committed([TopicPartition(topic, 0)], timeout=10) == [TopicPartition(topic, 0, 3)],
-                 30, "the committed offset")  # fmt: skip
+        assert consumer.committed([TopicPartition(topic, 0)], timeout=10) == [TopicPartition(topic, 0, 3)]
+    finally:
+        consumer.close()
+
+
+def test_a_synchronous_commit_is_read_back_at_once_with_its_metadata(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """As confluent-kafka's: ``committed()`` right after ``commit(asynchronous=False)`` shows the
+    offset and the metadata given with it (Apache Kafka); metadata with a NUL is refused first."""
+    topic = f"m-{uuid.uuid4().hex[:8]}"
+    create_topic(refcluster.cluster_spec("kafka-a"), topic, 1)
+    consumer = Consumer(route_config(refcluster, namespace, **{"group.id": f"g-{uuid.uuid4().hex[:6]}"}))
+    try:
+        for offset, metadata in ((1, None), (2, "hello world"), (3, "नमस्ते दुनिया"), (4, "")):
+            given = TopicPartition(topic, 0, offset) if metadata is None else TopicPartition(topic, 0, offset, metadata)
+            consumer.commit(offsets=[given], asynchronous=False)
+            shown = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+            assert [tp.offset for tp in shown] == [offset]
+            if refcluster.brokers == "apache":  # Tansu keeps no commit metadata
+                assert [tp.metadata or None for tp in shown] == [metadata or None]
+        with pytest.raises(ValueError, match="embedded null character"):
+            consumer.commit(offsets=[TopicPartition(topic, 0, 9, "xyz\x00abc")], asynchronous=False)
+        assert [tp.offset for tp in consumer.committed([TopicPartition(topic, 0)], timeout=10)] == [4]
     finally:
         consumer.close()

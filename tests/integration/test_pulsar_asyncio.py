@@ -10,6 +10,7 @@ import uuid
 import pulsar
 import pytest
 
+from hotstandby.adapters.pulsar import Client as BlockingClient
 from hotstandby.adapters.pulsar.asyncio import Client, Consumer, Producer, PulsarException
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
@@ -150,3 +151,37 @@ def test_failures_raise_pulsar_asyncios_exception(refcluster: RefCluster, center
             await client.close()
 
     asyncio.run(failures())
+
+
+def test_a_failing_token_supplier_is_named_in_the_error_as_pulsar_asyncio(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """pulsar.asyncio raises the supplier's own words (its ``_v2`` calls carry them); so do the
+    facade's coroutines, which run the blocking facade's calls."""
+
+    def supplier() -> str:
+        raise RuntimeError("token supplier failed")
+
+    auth = pulsar.AuthenticationToken(supplier)
+    topic = f"persistent://public/default/aio-auth-{uuid.uuid4().hex[:8]}"
+    raw_url = center.clusters()[center.route(ROUTE).active].url
+
+    async def failures(client: Client | pulsar.asyncio.Client) -> list[tuple[pulsar.Result, str]]:
+        seen = []
+        for call in (lambda: client.create_producer(topic), lambda: client.subscribe(topic, "s"),
+                     lambda: client.create_reader(topic, pulsar.MessageId.earliest)):  # fmt: skip
+            with pytest.raises(PulsarException) as failed:
+                await call()
+            seen.append((failed.value.error(), str(failed.value)))
+        await client.close()
+        return seen
+
+    raw = asyncio.run(failures(pulsar.asyncio.Client(raw_url, authentication=auth, logger=quiet())))
+    facade = asyncio.run(failures(Client(ROUTE, etcd=f"127.0.0.1:{refcluster.ports.etcd}", namespace=namespace,
+                                         authentication=auth, logger=quiet())))  # fmt: skip
+    assert [error for error, _ in facade] == [error for error, _ in raw] == [pulsar.Result.AuthenticationError] * 3
+    for _, text in raw + facade:
+        assert "token supplier failed" in text
+    with BlockingClient(ROUTE, etcd=f"127.0.0.1:{refcluster.ports.etcd}", namespace=namespace, authentication=auth,
+                        logger=quiet()) as blocking, pytest.raises(pulsar.AuthenticationError, match="supplier failed"):  # fmt: skip
+        blocking.create_producer(topic)  # the blocking facade's text says it too (pulsar-client's does not)

@@ -513,3 +513,19 @@ def test_error_events_of_a_missing_copy_are_not_handed_out(consumers: tuple[Any,
     assert fetcher.accept(own) is own, "the application's own topic: as confluent-kafka"
     other = Message(topic="kafka-b.t", error=KafkaError(KafkaError._TRANSPORT, "down"))
     assert fetcher.accept(other) is other
+
+
+def test_a_loss_fetched_with_an_error_event_is_told_at_the_next_poll(consumers: tuple[Any, Consumer]) -> None:
+    """confluent-kafka's poll returns the error (``_MAX_POLL_EXCEEDED``) and serves the loss
+    queued behind it at the next poll; one batch fetch got both."""
+    _, facade = consumers
+    state, fetcher = facade._state, facade._fetcher
+    told: list[str] = []
+    state.lost_tells.append(lambda: told.append("lost"))
+    fetcher._after_fetch([Message(error=KafkaError(KafkaError._MAX_POLL_EXCEEDED))])
+    assert told == [], "not with the error"
+    facade.poll(0)
+    assert told == ["lost"], "first thing at the next poll"
+    state.lost_tells.append(lambda: told.append("lost again"))
+    fetcher._after_fetch([Message(topic="t", partition=0, offset=1, value=b"a")])
+    assert told == ["lost", "lost again"], "a fetch without an error tells at once"
