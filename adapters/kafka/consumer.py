@@ -251,8 +251,8 @@ class Consumer(ConsumerExtras, RouteClient):
     ) -> list[TopicPartition] | None:
         """Acknowledge, as confluent_kafka commits: the stored offsets, or the given message's
         partition up to it, or the given offsets (with their metadata). Ledger first (in the
-        config center), then the broker's offsets; a synchronous commit returns once the broker
-        shows them (``committed()`` reads them), or after the etcd timeout with a warning."""
+        config center), then the broker's offsets, which ``committed()`` reads back after a
+        synchronous commit (:mod:`.own_commits`)."""
         self._check_open()
         arguments.commit_arguments(message, offsets, store=False)
         committer = self._committer
@@ -263,9 +263,7 @@ class Consumer(ConsumerExtras, RouteClient):
             else:
                 committed = committer.commit(committer.positions(message, offsets), asynchronous=asynchronous,
                                              metadata=committer.metadata(offsets))  # fmt: skip
-        if committed:
-            committer.confirm(committed)
-        return committed
+            return committed
 
     # -- the rest of the confluent_kafka surface ------------------------------------------
 
@@ -284,13 +282,15 @@ class Consumer(ConsumerExtras, RouteClient):
 
     def committed(self, partitions: list[TopicPartition], timeout: float | None = None) -> list[TopicPartition]:
         """Committed offsets of the physical partitions behind the given logical ones (a topic
-        the consumer does not read: its own partitions)."""
+        the consumer does not read: its own partitions), this consumer's synchronous commits
+        included (:mod:`.own_commits`)."""
         self._check_open()
         s = self._state
         with s.lock:
             physical = [TopicPartition(p, tp.partition) for tp in partitions
                         for p in ([p for p, lg in s.logical.items() if lg == tp.topic] or [tp.topic])]  # fmt: skip
-            return list(s.inner.committed(physical, timeout=30.0 if timeout is None else timeout))
+            return self._committer.own.read(s.inner, physical, 30.0 if timeout is None else timeout,
+                                            s.options.settings.etcd_timeout)  # fmt: skip
 
     def close(self) -> None:
         """Commit what was processed (with auto commit), store the ledgers, leave the group.

@@ -18,14 +18,10 @@ from hotstandby.adapters.kafka.background_commit import BackgroundCommits, broke
 from hotstandby.adapters.kafka.consumer_fetch import Fetcher, message_identity
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
 from hotstandby.adapters.kafka.named_partitions import named_slot
+from hotstandby.adapters.kafka.own_commits import OwnCommits
 from hotstandby.errors import ConfigCenterUnavailable
 
 __all__ = ["Committer"]
-
-# A synchronous commit's wait for the broker (Committer.confirm): one question's limit (what a
-# switch may wait for the lock), and the pause between questions (the lock is free then).
-_CONFIRM_ASK_S = 0.5
-_CONFIRM_PAUSE_S = 0.02
 
 
 class Committer:
@@ -38,6 +34,7 @@ class Committer:
         self._interval_s = interval_s
         self._last_auto_commit = time.monotonic()
         self.background = BackgroundCommits(state)
+        self.own = OwnCommits()
 
     def positions(self, message: Message | None, offsets: list[TopicPartition] | None) -> dict[Slot, int]:
         """What ``commit``/``store_offsets`` with these arguments covers: per physical partition,
@@ -101,8 +98,8 @@ class Committer:
         """Acknowledge, store the ledgers, then commit on the broker (with ``metadata``). A
         synchronous commit whose ledgers etcd did not take within its timeout fails as
         confluent_kafka's does when the broker does not answer (``_TIMED_OUT``); the
-        acknowledgements are kept and stored later. Its broker commit is sent, and the caller
-        then waits for the broker to show it (:meth:`confirm`). An asynchronous one (auto commit
+        acknowledgements are kept and stored later; its broker commit follows asynchronously,
+        and ``committed()`` reads it back (:mod:`.own_commits`). An asynchronous one (auto commit
         too) never raises: what is not stored is retried. It returns once the acknowledgements
         are in memory; the rest is the commit thread's (:mod:`.background_commit`), unless
         ``inline`` (a rebalance callback, close: before the partitions or the consumer go)."""
@@ -129,31 +126,10 @@ class Committer:
         # ledger already holds the acknowledgement; the broker's offsets only save re-reading,
         # and the next commit stores them.
         self._broker_commit(offsets, "consumer.broker_commit_failed")
-        return None if asynchronous else offsets
-
-    def confirm(self, offsets: list[TopicPartition]) -> None:
-        """After a synchronous commit, wait until the broker shows ``offsets``, as confluent_kafka's returns once the broker took them and ``committed()``
-        right after reads them: at most the etcd timeout, then a warning (the ledger holds the
-        acknowledgement). The consumer's lock is held for one bounded question at a time, so a
-        switch asked for meanwhile goes first; it ends the wait, as it commits itself."""
-        s = self._s
-        deadline = s.store_deadline()
-        asked = [TopicPartition(tp.topic, tp.partition) for tp in offsets]
-        wanted = {(tp.topic, tp.partition): tp for tp in offsets}
-        inner = s.inner
-        while (left := deadline - time.monotonic()) > 0:
-            with s.lock:
-                if s.gate.closed or s.closing or s.inner is not inner:
-                    return
-                try:
-                    shown = inner.committed(asked, timeout=min(left, _CONFIRM_ASK_S))
-                except KafkaException:
-                    shown = []
-            if len(shown) == len(asked) and all(_shows(tp, wanted.get((tp.topic, tp.partition))) for tp in shown):
-                return
-            time.sleep(min(max(deadline - time.monotonic(), 0.0), _CONFIRM_PAUSE_S))
-        log.warning("consumer.broker_commit_unconfirmed", cluster=s.spec.name, partitions=len(asked),
-                    timeout_s=s.options.settings.etcd_timeout)  # fmt: skip
+        if asynchronous:
+            return None
+        self.own.sent(s.inner, offsets)  # committed() reads them back (own_commits)
+        return offsets
 
     def settle(self) -> None:
         """Before a switch: store every acknowledgement (ledger first), then commit on the old
@@ -175,9 +151,3 @@ class Committer:
             self._s.inner.commit(offsets=offsets, asynchronous=True)
         except KafkaException as exc:
             log.warning(failed_event, cluster=self._s.spec.name, error=str(exc))
-
-
-def _shows(shown: TopicPartition, wanted: TopicPartition | None) -> bool:
-    # The offset only: a broker may drop the metadata (Tansu does). The commit and the question
-    # go to the coordinator over one connection, in order, so a shown offset has its metadata.
-    return wanted is not None and shown.error is None and shown.offset == wanted.offset

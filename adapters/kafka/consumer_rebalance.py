@@ -193,6 +193,7 @@ class Assignments:
         s = self._s
         # What was handed out there stays aside: a later commit(message=...) still covers it.
         s.acks.forget(gone)
+        self._committer.own.forget(gone)
         self._fetcher.drop(gone)
         # A logical partition stays owned while another of its physical topics is still assigned.
         still = {(s.logical_of(t), p) for t, p in {(tp.topic, tp.partition) for tp in s.inner.assignment()} - gone}
