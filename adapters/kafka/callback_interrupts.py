@@ -1,16 +1,18 @@
 """Ctrl-C while librdkafka serves a Python callback inside ``flush()`` or ``poll()``.
 
 Python runs the ``SIGINT`` handler in whatever Python code the main thread executes, which
-inside ``flush()`` is a delivery callback. confluent-kafka (2.16) can lose the
-``KeyboardInterrupt`` raised there on its way out: ``flush()`` then fails with ``SystemError``
-("returned NULL without setting an exception"). The producer facade always has a delivery
-callback, so it notes an interrupt its callbacks saw and raises it again.
+inside ``flush()`` is a delivery callback or the ``logger`` that librdkafka's lines are
+served to. confluent-kafka (2.16) can lose the ``KeyboardInterrupt`` raised there on its way
+out: ``flush()`` then fails with ``SystemError`` ("returned NULL without setting an
+exception"). The producer facade always has a delivery callback and a logger, so it notes an
+interrupt either saw and raises it again.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 __all__ = ["CallbackInterrupts"]
 
@@ -39,3 +41,21 @@ class CallbackInterrupts:
             if self._taken:
                 raise KeyboardInterrupt from None
             raise
+
+    def logging(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """``config`` with its ``logger`` watched too (librdkafka's lines are served by
+        ``flush``/``poll``, as delivery callbacks are)."""
+        logger = config.get("logger")
+        return dict(config) if logger is None else {**config, "logger": _WatchedLogger(logger, self)}
+
+
+class _WatchedLogger:
+    """The ``logger`` confluent-kafka calls ``log(level, format, ...)`` on, watched."""
+
+    def __init__(self, logger: Any, interrupts: CallbackInterrupts) -> None:
+        self._logger = logger
+        self._interrupts = interrupts
+
+    def log(self, *args: Any, **kwargs: Any) -> None:
+        with self._interrupts.watching():
+            self._logger.log(*args, **kwargs)

@@ -155,7 +155,7 @@ class Producer(ProducerExtras, RouteClient):
         kbytes = int_setting(config, "queue.buffering.max.kbytes", _DEFAULT_MAX_KBYTES)
         config["queue.buffering.max.messages"] = min(_MAX_QUEUE, 2 * self._max_pending)
         config["queue.buffering.max.kbytes"] = min(_MAX_KBYTES, kbytes + self.options.replay_window_bytes // 1024 + 1)
-        return RawProducer(with_logger(config))
+        return RawProducer(self._interrupts.logging(with_logger(config)))
 
     # -- producing ------------------------------------------------------------------------
 

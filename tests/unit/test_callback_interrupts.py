@@ -3,6 +3,8 @@ when confluent-kafka loses it on the way out (SystemError without an exception).
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from hotstandby.adapters.kafka.callback_interrupts import CallbackInterrupts
@@ -34,3 +36,27 @@ def test_any_other_system_error_is_left_alone_and_a_served_call_answers() -> Non
         interrupts.serve(lambda wait: lost_on_the_way_out(interrupts, True), 0.1)
     with pytest.raises(SystemError):  # the next call starts afresh
         interrupts.serve(lambda wait: lost_on_the_way_out(interrupts, False), 0.1)
+
+
+def test_an_interrupt_in_librdkafkas_logger_is_raised_again_and_its_lines_still_logged() -> None:
+    interrupts = CallbackInterrupts()
+    lines: list[tuple[object, ...]] = []
+
+    class Logger:
+        def log(self, *args: object) -> None:
+            lines.append(args)
+            if args[-1] == "interrupted":
+                raise KeyboardInterrupt
+
+    logger = interrupts.logging({"logger": Logger(), "acks": "all"})["logger"]
+
+    def flush(wait: float) -> int:
+        logger.log(7, "%s [%s] %s", "FAC", "rdkafka#producer-1", "a line")
+        with contextlib.suppress(KeyboardInterrupt):  # lost inside confluent-kafka
+            logger.log(7, "%s [%s] %s", "FAC", "rdkafka#producer-1", "interrupted")
+        raise SystemError("<built-in method flush> returned NULL without setting an exception")
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupts.serve(flush, 0.1)
+    assert [line[-1] for line in lines] == ["a line", "interrupted"]
+    assert interrupts.logging({"acks": "all"}) == {"acks": "all"}, "no logger: nothing to watch"
