@@ -71,6 +71,7 @@ def test_the_error_comes_first_and_the_loss_at_the_next_poll_as_with_confluent_k
         thread.start()
     for thread in threads:
         thread.join(120)
-    expected = ["assign 1", "record b'a'", f"poll: {KafkaError._MAX_POLL_EXCEEDED}", "revoke 1", "poll: nothing"]
-    assert seen.get("raw") == expected, "confluent-kafka's own order on this broker"
-    assert seen.get("facade") == expected
+    # After the revoke, the second poll joins again (and may get the record again): timing.
+    expected = ["assign 1", "record b'a'", f"poll: {KafkaError._MAX_POLL_EXCEEDED}", "revoke 1"]
+    assert seen.get("raw", [])[:4] == expected, f"confluent-kafka's own order on this broker: {seen.get('raw')}"
+    assert seen.get("facade", [])[:4] == expected, f"{seen.get('facade')}"
