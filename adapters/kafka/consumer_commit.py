@@ -71,7 +71,8 @@ class Committer:
 
     def metadata(self, offsets: list[TopicPartition] | None) -> dict[Slot, str]:
         """The commit metadata given with ``offsets``, per physical partition."""
-        return {slot: tp.metadata for slot, tp in self._named(offsets or []) if tp.metadata is not None}
+        given = [tp for tp in offsets or [] if tp.metadata is not None]  # usually none: nothing to name again
+        return {slot: str(tp.metadata) for slot, tp in self._named(given)}
 
     def _named(self, offsets: list[TopicPartition]) -> list[tuple[Slot, TopicPartition]]:
         # Offsets name physical partitions: the logical topic's own ("orders"), a remote copy
