@@ -3,7 +3,7 @@ the SDK, through the same flips on the same reference cluster (the real systems 
 
     python bench/versus.py [--brokers apache|lite] [--refcluster-dir DIR] [--systems kafka,pulsar] [--json]
 
-For each system, one run per row (``versus_workloads.py`` says what each row's consumers do),
+For each system, one run per row (``hotstandby/drill/versus.py`` says what each row's consumers do),
 each with three flips while an SDK producer writes at a steady rate: the first after a SIGKILL
 of the active broker (which is restarted with its data before the next flip), the second a
 failback to that restarted cluster, the third a planned flip. Columns: records lost,
@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench_cluster import add_cluster_options, reference_cluster
-from versus_workloads import KafkaVersus, PulsarVersus
 
 from hotstandby.drill import DrillOptions
 from hotstandby.drill.report import DrillReport
 from hotstandby.drill.runner import new_run_id, run_drill
+from hotstandby.drill.versus import KafkaVersus, PulsarVersus
 from hotstandby.logs import configure
 
 FLIPS = ("kill", "failback", "planned")  # the order run_drill makes them in, with kill_primary

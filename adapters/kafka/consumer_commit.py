@@ -47,8 +47,9 @@ class Committer:
             timestamp = message.timestamp()[1]
             if acks.handed_out(slot, offset, rid, timestamp):
                 # Handed out on this cluster, before or after a rebalance: the commit covers it
-                # and the earlier records of its partition, as confluent_kafka's does.
-                return {slot: offset + 1}
+                # and the earlier records of its partition, as confluent_kafka's does — those of
+                # the topic's remote copies too, which the application sees as the same partition.
+                return {**acks.covered_before(slot, offset), slot: offset + 1}
             # Handed out on a cluster this consumer has left: its offset names another record
             # here, so it (and what it covers there) is acknowledged by identity only.
             now_ms = self._s.now_ms()

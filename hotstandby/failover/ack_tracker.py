@@ -30,9 +30,10 @@ from __future__ import annotations
 
 from collections import deque
 
-from hotstandby.failover.delivered import Delivered, holds
+from hotstandby.failover.delivered import Delivered, Handover, holds
 from hotstandby.failover.identity import RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
+from hotstandby.failover.left_behind import LeftBehind
 
 __all__ = ["AckTracker", "LedgerKey", "Slot"]
 
@@ -56,9 +57,11 @@ class AckTracker:
         self.last_acked_origin: dict[Slot, object] = {}
         self.filtered = 0
         # What was handed out on the previous cluster and never acknowledged (see reset).
-        self._left: dict[Slot, Delivered] = {}
+        self._left = LeftBehind()
         # Per slot, what it handed out before it was read again from an earlier position.
         self._aside: dict[Slot, list[Delivered]] = {}
+        # Per logical partition on the current cluster, the slots that hand it out.
+        self._handovers: dict[LedgerKey, Handover] = {}
 
     # -- receiving ------------------------------------------------------------------------
 
@@ -70,7 +73,7 @@ class AckTracker:
         every record before it in the slot are acknowledged, it is :attr:`last_acked_origin`."""
         delivered = self._slots.get(slot)
         if delivered is None:
-            delivered = self._slots[slot] = Delivered(logical)
+            delivered = self._new_delivered(logical, slot)
         elif delivered.entries and delivered.entries[-1][0] >= position:
             delivered = self._set_aside(slot)  # read again from an earlier position
         if origin is not None and not delivered.given_back:
@@ -90,14 +93,24 @@ class AckTracker:
             flying.add(rid)
         delivered.entries.append((position, rid, timestamp_ms))
         delivered.handed = position
+        if delivered.handover.last is not delivered:
+            delivered.took_over(position)
         return True
+
+    def _new_delivered(self, logical: str, slot: Slot) -> Delivered:
+        """The record list of a slot read for the first time since the last reset."""
+        handover = self._handovers.get((logical, slot[1]))
+        if handover is None:
+            handover = self._handovers[(logical, slot[1])] = Handover()
+        delivered = self._slots[slot] = handover.members[slot] = Delivered(logical, handover)
+        return delivered
 
     def _set_aside(self, slot: Slot) -> Delivered:
         """Keep what ``slot`` handed out so far aside (positions start over); its new record list."""
         old = self._slots[slot]
         if old.entries:
             self._aside.setdefault(slot, []).append(old)
-        new = self._slots[slot] = Delivered(old.logical)
+        new = self._slots[slot] = old.handover.members[slot] = Delivered(old.logical, old.handover)
         new.handed = old.handed
         return new
 
@@ -124,6 +137,18 @@ class AckTracker:
         is not: the same slot name and position name another record here."""
         delivered = self._slots.get(slot)
         return any(holds(d, position, rid, timestamp_ms) for d in (delivered, *self._aside.get(slot, ())))
+
+    def covered_before(self, slot: Slot, position: int) -> dict[Slot, int]:
+        """What a commit of the record at ``position`` of ``slot`` covers in the other slots of
+        its logical partition (a topic and its remote copies): per slot, the position after its
+        last record handed out before that one, where that is past what it acknowledged. The
+        application sees one partition; a commit of a record covers what it handed out before."""
+        delivered = self._slots.get(slot)
+        if delivered is None or not delivered.after:
+            return {}
+        through = self._through
+        return {other: handed + 1 for other, handed in delivered.handed_before(position).items()
+                if through.get(other, -1) < handed + 1}  # fmt: skip
 
     def release(self, slot: Slot, position: int) -> None:
         """The record at ``position`` was handed out and will not be acknowledged there (a
@@ -335,22 +360,14 @@ class AckTracker:
         self, slot: Slot, position: int, rid: RecordId | None, timestamp_ms: int, now_ms: int
     ) -> set[LedgerKey] | None:
         """A record handed out before the last :meth:`reset` (on a cluster the consumer has left)
-        was processed after it: that record and those of its slot handed out before it (what a
-        Kafka commit of it covers) join the ledgers, by identity. Returns the ledgers changed,
+        was processed after it: that record and what a Kafka commit of it covers (see
+        :meth:`.LeftBehind.take`) join the ledgers, by identity. Returns the ledgers changed,
         or None when the record is not one left behind."""
-        delivered = self._left.get(slot)
-        if delivered is None:
+        taken = self._left.take(slot, position, rid, timestamp_ms)
+        if taken is None:
             return None
-        if not holds(delivered, position, rid, timestamp_ms):
-            return None
-        entries = delivered.entries
-        touched: set[LedgerKey] = set()
-        while entries and entries[0][0] <= position:
-            _, left_rid, _ = entries.popleft()
-            key = self.acknowledge_identity(delivered.logical, left_rid, now_ms) if left_rid is not None else None
-            if key is not None:
-                touched.add(key)
-        return touched
+        keys = {self.acknowledge_identity(logical, left_rid, now_ms) for logical, left_rid in taken}
+        return {key for key in keys if key is not None}
 
     def acknowledge_identity(self, logical: str, rid: RecordId, now_ms: int) -> LedgerKey | None:
         """The record ``rid`` of ``logical`` is processed, wherever it was read; the ledger
@@ -366,13 +383,9 @@ class AckTracker:
         """A switch: nothing handed out on the old cluster is pending any more (its
         acknowledgements were collected and stored first). Ledgers stay; what was handed out
         and not acknowledged is kept aside until the next reset, for late acknowledgements."""
-        self._left = {slot: d for slot, d in self._slots.items() if d.entries}
-        for slot, olds in self._aside.items():  # one list per slot, in position order
-            entries = sorted((e for d in (*olds, self._left.get(slot)) if d is not None for e in d.entries),
-                             key=lambda e: e[0])  # fmt: skip
-            merged = self._left[slot] = Delivered(olds[0].logical)
-            merged.entries.extend(entries)
+        self._left.keep(self._slots, self._aside)
         self._aside.clear()
+        self._handovers.clear()
         self._slots.clear()
         self._in_flight.clear()
         self._through.clear()

@@ -1,10 +1,12 @@
-"""The workloads `versus.py` compares: the same consumer code on the raw clients and on the SDK.
+"""The anchors' workloads (``bench/versus.py``, ``tests/integration/test_versus.py``): the same
+consumer code on the raw clients and on the SDK.
 
 Every row produces with the SDK producer (the same records, moved by the same flips); the rows
 differ in the consumers:
 
-* **Kafka**: two consumers of one group, each committing by hand after a batch of 1-20 records
-  (the batch's newest record of each partition, ``commit(message=...)``). The raw consumer is what a MirrorMaker 2 user runs: told of a flip, it commits,
+* **Kafka**: consumers of one group, each committing by hand after a batch of 1-20 records
+  (the batch's newest record of each partition, ``commit(message=...)``; :class:`Variant`
+  changes the batch and commits every record instead). The raw consumer is what a MirrorMaker 2 user runs: told of a flip, it commits,
   closes, and starts on the other cluster with the same group, subscribed to the local topic and
   to MM2's copy of the other cluster's (``<source>.<topic>``), from the offsets MM2 synced to that
   group (``sync.group.offsets.enabled``), ``auto.offset.reset=earliest`` where there are none.
@@ -13,6 +15,7 @@ differ in the consumers:
   acknowledgements: with batching producers, a raw consumer's negative acknowledgement brings its
   whole batch again, acknowledged messages included, which is not what this bench is about. The raw
   consumer, told of a flip, closes and subscribes on the other cluster under the same name.
+  :class:`Variant` adds negative acknowledgements (SDK rows only).
 
 "Told of a flip" is the bench's stand-in for restarting the application with the standby's
 address; a consumer on a cluster that does not answer is abandoned after a few seconds.
@@ -27,6 +30,7 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import confluent_kafka
@@ -40,12 +44,20 @@ from hotstandby.drill.pulsar import MAX_ACK_DELAY_S, PulsarWorkload, acknowledge
 from hotstandby.drill.runner import DrillContext
 from hotstandby.refcluster import RefCluster
 
-__all__ = ["KafkaVersus", "PulsarVersus"]
+__all__ = ["KafkaVersus", "PulsarVersus", "Variant"]
 
-_ABANDON_S = 5.0
-_RAW_LOG = logging.getLogger(
-    "bench.versus.raw"
-)  # how long a raw client leaving a cluster may take before it is left behind
+_ABANDON_S = 5.0  # how long a raw client leaving a cluster may take before it is left behind
+_RAW_LOG = logging.getLogger("bench.versus.raw")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Variant:
+    """How the consumers acknowledge; the default is the anchors' pattern."""
+
+    batch: tuple[int, int] = (1, 20)  # Kafka: records per commit, drawn in this range
+    per_record: bool = False  # Kafka: commit every record of the batch, not each partition's newest
+    nack_share: float = 0.0  # Pulsar: of the messages received, negatively acknowledged (SDK only)
+    seed: int = 0  # of the consumers' random choices
 
 
 def _in_background(action: Callable[[], None], timeout: float) -> None:
@@ -79,9 +91,10 @@ class _Told:
     raw_phase = ""
     route: str
 
-    def __init__(self, run: str, *, raw: bool) -> None:
+    def __init__(self, run: str, *, raw: bool, variant: Variant | None = None) -> None:
         super().__init__(run)  # type: ignore[call-arg]  # the workload's
         self.raw = raw
+        self.variant = variant or Variant()
         self.phase = self.raw_phase if raw else "sdk"
         self._route: _Route
 
@@ -137,15 +150,16 @@ class KafkaVersus(_Told, KafkaWorkload):
     def _session(self, ctx: DrillContext, index: int, cluster: str, left: threading.Event) -> None:
         """Consume from ``cluster`` (the SDK: from the route's active cluster, wherever it
         goes) until the drill stops or ``left`` is set, committing after each batch."""
-        rnd = random.Random(index)
+        variant = self.variant
+        rnd = random.Random(variant.seed * 1000 + index)
         consumer = self._open(ctx, index, cluster)
         pending: list[Any] = []  # processed, not committed yet
 
         def commit(*_: Any) -> None:
             if pending:
-                _commit(consumer, pending, ctx)
+                _commit(consumer, pending, ctx, per_record=variant.per_record)
 
-        batch = rnd.randint(1, 20)
+        batch = rnd.randint(*variant.batch)
         try:
             consumer.subscribe(self._topics(cluster), on_revoke=commit)
             while not ctx.stop.is_set() and not left.is_set():
@@ -161,19 +175,31 @@ class KafkaVersus(_Told, KafkaWorkload):
                 pending.append(msg)
                 if len(pending) >= batch:
                     commit()
-                    batch = rnd.randint(1, 20)
+                    batch = rnd.randint(*variant.batch)
             commit()
         finally:
             consumer.close()
 
 
-def _commit(consumer: Any, pending: list[Any], ctx: DrillContext) -> None:
-    """Commit each partition's last processed record (``commit(message=...)``, synchronous);
-    a partition's records are acknowledged when its commit worked. Not ``commit()``: it covers
-    the partitions assigned now, which after a rebalance (or, for the SDK, a switch) are not
-    those the records came from, and they come again."""
+def _commit(consumer: Any, pending: list[Any], ctx: DrillContext, *, per_record: bool = False) -> None:
+    """Commit each partition's last processed record (``commit(message=...)``, synchronous), or
+    every record; a partition's records are acknowledged when its commit worked. Not
+    ``commit()``: it covers the partitions assigned now, which after a rebalance (or, for the
+    SDK, a switch) are not those the records came from, and they come again."""
+    if per_record:
+        done = []
+        for msg in pending:
+            try:
+                consumer.commit(message=msg, asynchronous=False)
+            except KafkaException:
+                continue  # not acknowledged: it comes again (or counts as lost)
+            done.append(int(msg.value()))
+        pending.clear()
+        ctx.tally.acknowledged(done)
+        return
     # The last handed out (offsets of two clusters do not compare; the SDK's commit covers
-    # what it handed out of the partition before the record it is given).
+    # what it handed out of the partition before the record it is given, from the topic and
+    # its remote copies alike).
     newest = {(msg.topic(), msg.partition()): msg for msg in pending}
     done = []
     for key, msg in newest.items():
@@ -209,7 +235,8 @@ class PulsarVersus(_Told, PulsarWorkload):
                                 negative_ack_redelivery_delay_ms=200, replicate_subscription_state_enabled=True)  # fmt: skip
 
     def consume(self, ctx: DrillContext, index: int) -> None:
-        rnd = random.Random(index)
+        rnd = random.Random(self.variant.seed * 1000 + index)
+        nack_share = 0.0 if self.raw else self.variant.nack_share
         cluster = self._route.active
         client: Any = self._raw_client(cluster) if self.raw else self._shared_client(ctx)
         consumer = self._subscribe(client, ctx)
@@ -230,7 +257,10 @@ class PulsarVersus(_Told, PulsarWorkload):
                 if msg is not None:
                     after = cluster if self.raw else client.cluster
                     ctx.tally.received(int(msg.data()), before if after == before else None)
-                    held.append((time.monotonic() + rnd.uniform(0, MAX_ACK_DELAY_S), msg))
+                    if nack_share and rnd.random() < nack_share:
+                        consumer.negative_acknowledge(msg)  # it comes again
+                    else:
+                        held.append((time.monotonic() + rnd.uniform(0, MAX_ACK_DELAY_S), msg))
                 held = acknowledge_due(consumer, held, rnd, ctx)
         finally:
             if self.raw:
