@@ -2,7 +2,10 @@
 (:mod:`hotstandby.failover.switch_protocol`):
 
 * ``drain`` — a planned switch: the application reads the old cluster up to its end offsets at
-  the flip (bounded by the drain timeout); skipped when the old cluster does not answer;
+  the flip (bounded by the drain timeout); skipped when the old cluster does not answer. Copies
+  of the new cluster's records that it has lost (a failback to a cluster that came back empty:
+  ``only_copies``) are read to their end past the drain timeout, for as long as the
+  application keeps reading them;
 * ``store`` — every acknowledgement into the ledgers (with auto commit, what was returned
   counts as processed), then the old cluster's offsets if it answers;
 * the core waits for the group's other members (``peer_labels``) to have stored theirs, so
@@ -19,7 +22,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 
 from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import KafkaException, TopicPartition
@@ -30,6 +34,7 @@ from hotstandby.adapters.kafka.consumer_fetch import Fetcher
 from hotstandby.adapters.kafka.consumer_rebalance import Assignments
 from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
 from hotstandby.adapters.kafka.group_leave import GroupLeaves
+from hotstandby.adapters.kafka.only_copies import copies_only_here
 from hotstandby.adapters.kafka.stale_members import STALE
 from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
 from hotstandby.configcenter.documents import ClusterSpec
@@ -39,6 +44,10 @@ from hotstandby.failover.switch_protocol import SwitchPlan
 __all__ = ["ConsumerSwitch"]
 
 _CONNECT_TIMEOUT_S = 10.0  # the new cluster's metadata, before the switch gives up the old one
+_ASK_TIMEOUT_S = 2.0  # the old cluster's end offsets at the drain
+# Reading the only copies left of records the new cluster lost: the drain goes on while the
+# application's position there moves at least once within this (or the drain timeout if longer).
+_COPIES_STALL_S = 60.0
 
 
 class ConsumerSwitch:
@@ -65,44 +74,68 @@ class ConsumerSwitch:
         timeout = plan.drain_timeout_s
         self._source_answered = False
         with s.lock:
-            assignment = s.inner.assignment() if timeout > 0 else []
-            try:
-                ends = {
-                    (tp.topic, tp.partition): s.inner.get_watermark_offsets(tp, timeout=min(timeout, 2.0))[1]
-                    for tp in assignment
-                }
-            except KafkaException as exc:
-                log.info("consumer.drain_skipped", cluster=plan.source.name, error=str(exc))
-                return
-            self._source_answered = bool(ends)
-            start = self._start_positions(assignment)
+            assignment = s.inner.assignment()
+            logical = dict(s.logical)
+        # Asked through a consumer of its own: librdkafka holds a consumer's poll while the same
+        # handle waits for such an answer, and a hung old cluster would hold the application for
+        # the query's timeout. Asked even without a drain timeout: copies only here are read
+        # all the same.
+        probe = s.connect(plan.source)
+        try:
+            ends = {(tp.topic, tp.partition): probe.get_watermark_offsets(tp, timeout=_ASK_TIMEOUT_S)[1]
+                    for tp in assignment}  # fmt: skip
+            start = self._start_positions(probe, assignment)
+        except KafkaException as exc:
+            log.info("consumer.drain_skipped", cluster=plan.source.name, error=str(exc))
+            return
+        finally:
+            probe.close()  # never subscribed: nothing to leave
+        self._source_answered = bool(ends)
         if not ends:
             return
         left: dict[Slot, int] = dict(ends)
+        read: dict[Slot, int] = {}
 
         def drained() -> bool:
-            nonlocal left
+            nonlocal left, read
             with s.lock:
                 positions = self._fetcher.positions(assignment)
-                left = {
-                    slot: end for slot, end in ends.items()
-                    if max(positions.get(slot, -1), start.get(slot, -1)) < end
-                }  # fmt: skip
+            read = {slot: max(positions.get(slot, -1), start.get(slot, -1)) for slot in ends}
+            left = {slot: end for slot, end in ends.items() if read[slot] < end}
             return not left
 
         # The application reads meanwhile: nothing to wait on but its progress.
-        wait_until(drained, timeout, first=0.02, most=0.02)
+        only_here = copies_only_here(ends, logical, plan.destination, plan.links.get((plan.destination.name,
+                                                                                      plan.source.name)))  # fmt: skip
+        if not wait_until(drained, timeout, first=0.02, most=0.02) and only_here & left.keys():
+            self._read_copies(plan, drained, lambda: {slot: read[slot] for slot in only_here & left.keys()}, timeout)
         if left:
             log.warning("consumer.drain_incomplete", cluster=plan.source.name, partitions=len(left),
                         timeout_ms=round(timeout * 1000))  # fmt: skip
         else:
             log.info("consumer.drained", cluster=plan.source.name, partitions=len(ends))
 
-    def _start_positions(self, assignment: list[TopicPartition]) -> dict[Slot, int]:
+    def _read_copies(
+        self, plan: SwitchPlan, drained: Callable[[], bool], positions: Callable[[], dict[Slot, int]], timeout: float
+    ) -> None:
+        """Go on draining while the copies only here are not read to their end and the
+        application's position in them moves (see ``_COPIES_STALL_S``)."""
+        stall = max(timeout, _COPIES_STALL_S)
+        log.info("consumer.drain_copies", cluster=plan.source.name, partitions=len(positions()))
+        while True:
+            before = positions()
+            if not before:
+                return
+            if not wait_until(functools.partial(_moved, drained, positions, before), stall, first=0.02, most=0.05):
+                log.error("consumer.drain_copies_stalled", cluster=plan.source.name, partitions=len(before),
+                          stalled_s=round(stall))  # fmt: skip
+                return
+
+    @staticmethod
+    def _start_positions(probe: RawConsumer, assignment: list[TopicPartition]) -> dict[Slot, int]:
         """Where reading starts for partitions nothing was read from yet: committed or low mark."""
-        inner = self._s.inner
         try:
-            committed = inner.committed(assignment, timeout=2.0)
+            committed = probe.committed(assignment, timeout=_ASK_TIMEOUT_S)
         except KafkaException:
             return {}
         out = {}
@@ -110,7 +143,7 @@ class ConsumerSwitch:
             if tp.offset >= 0:
                 out[(tp.topic, tp.partition)] = tp.offset
             else:
-                out[(tp.topic, tp.partition)] = inner.get_watermark_offsets(tp, timeout=2.0)[0]
+                out[(tp.topic, tp.partition)] = probe.get_watermark_offsets(tp, timeout=_ASK_TIMEOUT_S)[0]
         return out
 
     def store(self, plan: SwitchPlan) -> None:
@@ -164,3 +197,8 @@ class ConsumerSwitch:
         new, self._new = self._new, None
         if new is not None:
             new.close()
+
+
+def _moved(drained: Callable[[], bool], positions: Callable[[], dict[Slot, int]], before: dict[Slot, int]) -> bool:
+    """Drained, or the positions moved since ``before``."""
+    return drained() or positions() != before
