@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+from hotstandby.configcenter.call_deadline import call_deadline
 from hotstandby.configcenter.store import Event, KeyValue, KVStore, WatchStream
 from hotstandby.errors import (
     ConfigCenterError,
@@ -60,6 +61,25 @@ _GRPC_OPTIONS = [
 _ENDPOINT_RETRY_S = 0.5
 _READ_RETRY_FIRST_S, _READ_RETRY_MAX_S = 0.05, 0.5
 _ATTEMPT_S = 2.5  # one call's deadline (see the module doc)
+_LAST_CALL_S = 0.05  # a call made at or past the caller's deadline: fails at once
+
+
+class _Client(pyetcd.MultiEndpointEtcd3Client):  # type: ignore[misc]  # untyped
+    """pyetcd's client, whose every call reads ``self.timeout``: here the client's own bound,
+    capped by the calling thread's deadline (:mod:`.call_deadline`)."""
+
+    @property
+    def timeout(self) -> float:
+        at = call_deadline()
+        if at is None:
+            return self._bound_s
+        return max(min(self._bound_s, at - time.monotonic()), _LAST_CALL_S)
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        self._bound_s = value
+
+
 _CANCELLED = object()  # put in a watch's queue by cancel()
 
 _UNAVAILABLE = (
@@ -186,7 +206,7 @@ class EtcdStore(KVStore):
             for e in self.endpoints
         ]
         attempt = min(self._timeout, _ATTEMPT_S)
-        return pyetcd.MultiEndpointEtcd3Client(endpoints=eps, timeout=attempt, failover=True,
+        return _Client(endpoints=eps, timeout=attempt, failover=True,
                                                user=self._security.user, password=self._security.password)  # fmt: skip
 
     def call(self, fn: Callable[[Any], T]) -> T:
@@ -213,6 +233,9 @@ class EtcdStore(KVStore):
         etcd electing a leader answers "leader changed" for a second or so; a read is safe to
         repeat, a write is not (its first try may have been applied)."""
         deadline = time.monotonic() + self._timeout
+        capped = call_deadline()
+        if capped is not None:
+            deadline = min(deadline, capped)
         delay = _READ_RETRY_FIRST_S
         while True:
             try:

@@ -25,6 +25,7 @@ from tests.support import wait_for
 T = TypeVar("T")
 STALL_S = 17.0  # longer than the etcd client's keepalive (10 s, then 5 s for the answer)
 COMMIT_TIMEOUT_S = 5.0  # the etcd timeout a synchronous commit waits for its ledgers
+COMMIT_MARGIN_S = 0.5  # what a synchronous commit may take past it (docs/guarantees.md)
 
 
 class Clock:
@@ -135,5 +136,5 @@ def test_etcd_stalling_under_a_producer_and_a_consumer(
     # No call waited on etcd longer than its own timeout.
     assert clock.longest["produce"] < 1.0, clock.longest
     assert clock.longest["poll"] < 1.0 and clock.longest["poll (producer)"] < 1.0, clock.longest
-    # A commit's last try of etcd may start just before its timeout and take one call's deadline.
-    assert clock.longest["flush"] < 30.0 and clock.longest["commit"] < COMMIT_TIMEOUT_S + 2.5, clock.longest
+    # A commit's calls to etcd end by its timeout (configcenter/call_deadline.py).
+    assert clock.longest["flush"] < 30.0 and clock.longest["commit"] < COMMIT_TIMEOUT_S + COMMIT_MARGIN_S, clock.longest

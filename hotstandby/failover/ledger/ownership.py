@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 
+from hotstandby.configcenter.call_deadline import calls_until
 from hotstandby.configcenter.polling import wait_until
 from hotstandby.errors import ConcurrentUpdateError, ConfigCenterError
 from hotstandby.failover.ack_tracker import AckTracker, LedgerKey
@@ -102,7 +103,8 @@ class Ledgers:
         self.dirty |= keys
         if deadline is None:
             return self._attempt(force=False)
-        return wait_until(lambda: self._attempt(force=True), deadline - time.monotonic(), first=0.1, most=0.1)
+        with calls_until(deadline):  # no call of an attempt outlasts it
+            return wait_until(lambda: self._attempt(force=True), deadline - time.monotonic(), first=0.1, most=0.1)
 
     def _attempt(self, *, force: bool) -> bool:
         if not self.dirty:
