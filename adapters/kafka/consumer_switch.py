@@ -82,8 +82,10 @@ class ConsumerSwitch:
         # all the same.
         probe = s.connect(plan.source)
         try:
-            ends = {(tp.topic, tp.partition): probe.get_watermark_offsets(tp, timeout=_ASK_TIMEOUT_S)[1]
-                    for tp in assignment}  # fmt: skip
+            ends = {
+                (tp.topic, tp.partition): probe.get_watermark_offsets(tp, timeout=_ASK_TIMEOUT_S)[1]
+                for tp in assignment
+            }
             start = self._start_positions(probe, assignment)
         except KafkaException as exc:
             log.info("consumer.drain_skipped", cluster=plan.source.name, error=str(exc))
@@ -105,15 +107,18 @@ class ConsumerSwitch:
             return not left
 
         # The application reads meanwhile: nothing to wait on but its progress.
-        only_here = copies_only_here(ends, logical, plan.destination, plan.links.get((plan.destination.name,
-                                                                                      plan.source.name)))  # fmt: skip
-        if not wait_until(drained, timeout, first=0.02, most=0.02) and only_here & left.keys():
-            self._read_copies(plan, drained, lambda: {slot: read[slot] for slot in only_here & left.keys()}, timeout)
-        if left:
+        if not wait_until(drained, timeout, first=0.02, most=0.02):
+            link = plan.links.get((plan.destination.name, plan.source.name))
+            only_here = copies_only_here(left, logical, plan.destination, link)
+            if only_here:
+                self._read_copies(
+                    plan, drained, lambda: {slot: read[slot] for slot in only_here & left.keys()}, timeout
+                )
+        if not left:
+            log.info("consumer.drained", cluster=plan.source.name, partitions=len(ends))
+        elif timeout > 0:  # else no drain was asked for
             log.warning("consumer.drain_incomplete", cluster=plan.source.name, partitions=len(left),
                         timeout_ms=round(timeout * 1000))  # fmt: skip
-        else:
-            log.info("consumer.drained", cluster=plan.source.name, partitions=len(ends))
 
     def _read_copies(
         self, plan: SwitchPlan, drained: Callable[[], bool], positions: Callable[[], dict[Slot, int]], timeout: float
@@ -127,8 +132,12 @@ class ConsumerSwitch:
             if not before:
                 return
             if not wait_until(functools.partial(_moved, drained, positions, before), stall, first=0.02, most=0.05):
-                log.error("consumer.drain_copies_stalled", cluster=plan.source.name, partitions=len(before),
-                          stalled_s=round(stall))  # fmt: skip
+                log.error(
+                    "consumer.drain_copies_stalled",
+                    cluster=plan.source.name,
+                    partitions=len(before),
+                    stalled_s=round(stall),
+                )
                 return
 
     @staticmethod

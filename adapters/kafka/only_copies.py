@@ -44,8 +44,12 @@ def copies_only_here(
     there = _ends(destination, list(originals.values()))
     found = {slot for slot, end in copies.items() if there.get(originals[slot], 0) < end}
     if found:
-        log.warning("consumer.copies_only_here", cluster=destination.name, partitions=len(found),
-                    records=sum(copies[s] - there.get(originals[s], 0) for s in found))  # fmt: skip
+        log.warning(
+            "consumer.copies_only_here",
+            cluster=destination.name,
+            partitions=len(found),
+            records=sum(copies[s] - there.get(originals[s], 0) for s in found),
+        )
     return found
 
 

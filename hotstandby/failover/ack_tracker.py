@@ -147,8 +147,11 @@ class AckTracker:
         if delivered is None or not delivered.after:
             return {}
         through = self._through
-        return {other: handed + 1 for other, handed in delivered.handed_before(position).items()
-                if through.get(other, -1) < handed + 1}  # fmt: skip
+        return {
+            other: handed + 1
+            for other, handed in delivered.handed_before(position).items()
+            if through.get(other, -1) < handed + 1
+        }
 
     def release(self, slot: Slot, position: int) -> None:
         """The record at ``position`` was handed out and will not be acknowledged there (a

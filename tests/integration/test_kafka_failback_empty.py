@@ -29,10 +29,16 @@ def test_a_consumer_lagging_at_a_failback_to_an_emptied_cluster_reads_its_record
     values = [f"v{i}" for i in range(400)]
     produce_values(refcluster, namespace, topic, values)
     wait_copied(refcluster, topic, 2, len(values))
-    config = route_config(refcluster, namespace, **{
-        "group.id": f"g-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False,
-        "auto.offset.reset": "earliest", "hotstandby.drain.timeout.ms": 1,
-    })  # fmt: skip
+    config = route_config(
+        refcluster,
+        namespace,
+        **{
+            "group.id": f"g-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "hotstandby.drain.timeout.ms": 1,
+        },
+    )
     consumer = Consumer(config)
     got: list[str] = []
 

@@ -34,14 +34,24 @@ def _seed() -> int:
 
 def _options(consumers: int) -> DrillOptions:
     # The anchors' flips and pacing (bench/versus.py), on half the records.
-    return DrillOptions(messages=3000, switches=3, kill_primary=True, consumers=consumers, lockstep=True,
-                        rate=200, timeout_s=400, settle_s=10)  # fmt: skip
+    return DrillOptions(
+        messages=3000,
+        switches=3,
+        kill_primary=True,
+        consumers=consumers,
+        lockstep=True,
+        rate=200,
+        timeout_s=400,
+        settle_s=10,
+    )
 
 
 def _check(report: DrillReport) -> None:
     per_flip = [(s.killed, s.duplicated) for s in report.switches]
-    print(f"produced {report.produced}, consumed {report.consumed}, lost {report.lost} {report.lost_sample}, "
-          f"duplicated {report.duplicated} per flip {per_flip}, filtered {report.filtered}")  # fmt: skip
+    print(
+        f"produced {report.produced}, consumed {report.consumed}, lost {report.lost} {report.lost_sample}, "
+        f"duplicated {report.duplicated} per flip {per_flip}, filtered {report.filtered}"
+    )
     assert (report.lost, report.lost_sample) == (0, [])
     assert [(killed, duplicated) for killed, duplicated in per_flip] == [(k, 0) for _, k in FLIPS]
     assert report.duplicated == 0
