@@ -62,7 +62,7 @@ def main() -> int:
     configure("warning")
     began = time.monotonic()
     results: dict[str, Any] = {}
-    with reference_cluster(args.brokers, args.refcluster_dir) as rc:
+    with reference_cluster(args.brokers, args.refcluster_dir, args.settings) as rc:
         brokers = rc.brokers
         for name in args.only or list(BENCHMARKS):
             print(f"[{time.monotonic() - began:5.0f} s] {name} ...", file=sys.stderr, flush=True)

@@ -10,16 +10,19 @@ from collections.abc import Iterator
 from types import FrameType
 
 from hotstandby.refcluster import Ports, RefCluster
+from hotstandby.refcluster.system import Tuning
 
 
 def add_cluster_options(parser: argparse.ArgumentParser, *, default: str = "lite") -> None:
     parser.add_argument("--brokers", choices=("apache", "lite"), default=default,
                         help=f"the reference cluster to start (default {default})")  # fmt: skip
     parser.add_argument("--refcluster-dir", help="use the reference cluster up in this directory (left running)")
+    parser.add_argument("--settings", choices=("test", "production"), default="test",
+                        help="the real systems' settings of the cluster to start (docs/refcluster.md)")  # fmt: skip
 
 
 @contextlib.contextmanager
-def reference_cluster(brokers: str, directory: str | None) -> Iterator[RefCluster]:
+def reference_cluster(brokers: str, directory: str | None, tuning: Tuning = "test") -> Iterator[RefCluster]:
     """The cluster up in ``directory``, or a new one of ``brokers`` stopped afterwards."""
     if directory is not None:
         rc = RefCluster(directory)
@@ -28,7 +31,7 @@ def reference_cluster(brokers: str, directory: str | None) -> Iterator[RefCluste
         yield rc
         return
     with _terminated_as_exit(), tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, \
-            RefCluster(tmp, Ports.free(), brokers=brokers) as rc:  # fmt: skip
+            RefCluster(tmp, Ports.free(), brokers=brokers, tuning=tuning) as rc:  # fmt: skip
         yield rc
 
 

@@ -137,7 +137,7 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON only")
     add_cluster_options(parser)
     args = parser.parse_args()
-    with reference_cluster(args.brokers, args.refcluster_dir) as rc:
+    with reference_cluster(args.brokers, args.refcluster_dir, args.settings) as rc:
         results = [measure(rc, p, args.commits) for p in args.partitions]
     if args.json:
         print(json.dumps({"brokers": args.brokers, "results": results}, indent=2))

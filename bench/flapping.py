@@ -193,7 +193,7 @@ def main() -> int:
     add_cluster_options(parser)
     args = parser.parse_args()
     configure("warning")
-    with reference_cluster(args.brokers, args.refcluster_dir) as rc:
+    with reference_cluster(args.brokers, args.refcluster_dir, args.settings) as rc:
         result = measure(rc, args.flips, args.seconds, args.rate, args.skew_ms)
     if args.json:
         print(json.dumps(result, indent=2))

@@ -166,7 +166,7 @@ def main() -> int:
     faulthandler.enable(file=faults, all_threads=True)
     configure_from_env()  # HOTSTANDBY_LOG_LEVEL=info: what the clients did, next to the crash
     kill_each = round(args.kill_every / args.flip_every) if args.kill_every else 0
-    with reference_cluster(args.brokers, args.refcluster_dir) as rc:
+    with reference_cluster(args.brokers, args.refcluster_dir, args.settings) as rc:
         namespace = f"{rc.namespace.rstrip('/')}-soak/{run}"
         rc.register(namespace)
         center = ConfigCenter.open(replace(rc.settings(), namespace=namespace))

@@ -105,7 +105,7 @@ def main() -> int:
     jars = spark_kafka_jars()
     with (
         tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp,
-        reference_cluster(args.brokers, args.refcluster_dir) as rc,
+        reference_cluster(args.brokers, args.refcluster_dir, args.settings) as rc,
     ):
         topic = f"bench-{uuid.uuid4().hex[:8]}"
         args.brokers = rc.brokers

@@ -121,7 +121,7 @@ def main() -> int:
     runs: list[dict[str, Any]] = []
     with (
         tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp,
-        reference_cluster(args.brokers, args.refcluster_dir) as rc,
+        reference_cluster(args.brokers, args.refcluster_dir, args.settings) as rc,
     ):
         topic, _ = prepare(rc, "orders")
         feed = Feed(rc, "orders", topic)

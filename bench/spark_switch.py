@@ -132,7 +132,7 @@ def main() -> int:
     flips: list[dict[str, Any]] = []
     with (
         tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp,
-        reference_cluster(args.brokers, args.refcluster_dir) as rc,
+        reference_cluster(args.brokers, args.refcluster_dir, args.settings) as rc,
     ):
         topic, what = prepare(rc, args.route)
         arrived: list[tuple[float, int, frozenset[str]]] = []  # (when, batch id, clusters)

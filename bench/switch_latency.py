@@ -62,7 +62,7 @@ def main() -> int:
     if args.switches < 10:
         parser.error("--switches must be at least 10 for a p99")
     configure("warning")
-    with reference_cluster(args.brokers, args.refcluster_dir) as rc:
+    with reference_cluster(args.brokers, args.refcluster_dir, args.settings) as rc:
         result = measure(rc, args.system, args.switches, args.rate)
     if args.json:
         print(json.dumps(result, indent=2))

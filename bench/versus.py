@@ -92,14 +92,14 @@ def main() -> int:
     options = DrillOptions(messages=args.messages, switches=len(FLIPS), kill_primary=True, consumers=2, lockstep=True,
                            rate=args.rate, timeout_s=600, settle_s=10)  # fmt: skip
     rows: list[Row] = []
-    with reference_cluster(args.brokers, args.refcluster_dir) as rc:
-        brokers = rc.brokers
+    with reference_cluster(args.brokers, args.refcluster_dir, args.settings) as rc:
+        brokers, tuning = rc.brokers, rc.tuning
         for system in systems:
             for client, workload, raw in ROWS[system]:
                 print(f"{system}: {client} ...", file=sys.stderr, flush=True)
                 report = run_drill(rc, options, workload(new_run_id(), raw=raw))
                 rows.append(Row.of(system, client, report))
-    settings = {"brokers": brokers, "records": args.messages, "rate": f"{args.rate}/s", "consumers": 2,
+    settings = {"brokers": brokers, "settings": tuning, "records": args.messages, "rate": f"{args.rate}/s", "consumers": 2,
                 "flips": "SIGKILL + flip, failback, planned"}  # fmt: skip
     if args.json:
         print(json.dumps({"settings": settings, "rows": [r.__dict__ for r in rows]}, indent=2))

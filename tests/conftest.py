@@ -18,6 +18,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "`pytest --brokers apache -m apache`",
     )
     parser.addoption(
+        "--settings",
+        choices=("test", "production"),
+        default="test",
+        help="the real systems' settings for the apache reference cluster the tests start: test (default) or "
+        "production (their defaults where one node allows it, docs/refcluster.md)",
+    )
+    parser.addoption(
         "--refcluster-dir",
         help="use the reference cluster already up in this directory (`hotstandby refcluster up --dir DIR`) "
         "instead of starting one; it is left running",

@@ -26,7 +26,8 @@ def _cluster(args: argparse.Namespace) -> RefCluster:
         overrides[name] = int(port)
     return RefCluster(args.dir, Ports().with_overrides(overrides), namespace=args.namespace or "/hotstandby",
                       secure=getattr(args, "secure", False), brokers=getattr(args, "brokers", None) or "lite",
-                      etcd_members=getattr(args, "etcd_members", 1))  # fmt: skip
+                      etcd_members=getattr(args, "etcd_members", 1),
+                      tuning=getattr(args, "settings", None) or "test")  # fmt: skip
 
 
 def _connection(rc: RefCluster) -> tuple[dict[str, Any], str]:
@@ -61,13 +62,17 @@ def up(args: argparse.Namespace) -> int:
         print(f"hotstandby: the reference cluster in {rc.dir} is up with --brokers {rc.brokers}; "
               "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
         return 1
+    if not fresh and args.settings and rc.tuning != args.settings:
+        print(f"hotstandby: the reference cluster in {rc.dir} is up with --settings {rc.tuning}; "
+              "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
+        return 1
     if not fresh and args.etcd_members != rc.etcd_members:
         print(f"hotstandby: the reference cluster in {rc.dir} is up with --etcd-members {rc.etcd_members}; "
               "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
         return 1
     connection, reach = _connection(rc)
     data = {"already_up": not fresh, "dir": str(rc.dir), "brokers": rc.brokers, **connection,
-            "etcd_members": rc.etcd_members, "seconds": round(elapsed, 2)}  # fmt: skip
+            "etcd_members": rc.etcd_members, "settings": rc.tuning, "seconds": round(elapsed, 2)}  # fmt: skip
     routes = " and ".join(f"{s.route} ({s.brokers[0]})" for s in rc.flavour.systems)
     human = (
         f"reference cluster is already up in {rc.dir}: {reach}"
@@ -117,6 +122,7 @@ def status(args: argparse.Namespace) -> int:
         "up": all(running.values()),
         "dir": str(rc.dir),
         "brokers": rc.brokers,
+        "settings": rc.tuning,
         "started_at": state["started_at"],
         "components": components,
         "routes": routes,
@@ -190,6 +196,9 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
                    help="etcd with TLS and authentication: a generated CA, root and a user per role")  # fmt: skip
     p.add_argument("--etcd-members", type=int, choices=(1, 3), default=1,
                    help="etcd members (3: as etcd runs in production; ports etcd-2, etcd-3 and their -peer)")  # fmt: skip
+    p.add_argument("--settings", choices=("test", "production"),
+                   help="the real systems' settings (--brokers apache): test (default; MM2 and group delays in "
+                        "seconds) or production (their defaults where one node allows it, docs/refcluster.md)")  # fmt: skip
     p.set_defaults(func=up)
     p = rsub.add_parser("down", parents=[common, local], help="stop every process started by up")
     p.set_defaults(func=down)

@@ -2,21 +2,29 @@
 ``kafka-b``, route ``orders``) and MirrorMaker 2 in dedicated mode, one process per direction
 (``mirror-kafka-a-to-kafka-b`` runs the flows whose target is kafka-b).
 
-Settings chosen for tests, beside the production defaults (docs/refcluster.md):
+Settings chosen for tests (``tuning="test"``) and with production settings
+(``tuning="production"``, ``refcluster up --settings production``), beside the defaults
+(docs/refcluster.md):
 
-================================================  ==========  =================
-setting                                           here        default
-================================================  ==========  =================
-broker ``group.initial.rebalance.delay.ms``       0           3000
-broker replication factors, min ISR               1           3 / 2
-broker ``broker.session.timeout.ms``              3000        9000
-MM2 ``emit.checkpoints.interval.seconds``         1           60
-MM2 ``sync.group.offsets.interval.seconds``       1           60
-MM2 ``refresh.topics/groups.interval.seconds``    1           600
-MM2 ``emit.heartbeats.interval.seconds``          1           1
-MM2 ``offset.lag.max``                            100         100
-MM2 ``offset.flush.interval.ms``                  1000        60000
-================================================  ==========  =================
+================================================  ====  ==========  =================
+setting                                           test  production  default
+================================================  ====  ==========  =================
+broker ``group.initial.rebalance.delay.ms``       0     3000        3000
+broker replication factors, min ISR               1     1           3 / 2
+broker ``broker.session.timeout.ms``              3000  9000        9000
+MM2 ``emit.checkpoints.interval.seconds``         1     60          60
+MM2 ``sync.group.offsets.interval.seconds``       1     60          60
+MM2 ``refresh.groups.interval.seconds``           1     600         600
+MM2 ``refresh.topics.interval.seconds``           1     10          600
+MM2 ``emit.heartbeats.interval.seconds``          1     1           1
+MM2 ``offset.lag.max``                            100   100         100
+MM2 ``offset.flush.interval.ms``                  1000  60000       60000
+================================================  ====  ==========  =================
+
+With production settings MM2 still looks for new topics every 10 s: tests and drills create a
+topic per run, where a production cluster has its topics before MirrorMaker 2 starts. A group
+MM2 has not found yet (the first 600 s) gets no checkpoints: consumers translate through the
+offset syncs, or by timestamp.
 """
 
 from __future__ import annotations
@@ -54,9 +62,11 @@ _BROKER_SETTINGS = {
     "transaction.state.log.min.isr": "1",
     "share.coordinator.state.topic.replication.factor": "1",
     "share.coordinator.state.topic.min.isr": "1",
-    "group.initial.rebalance.delay.ms": "0",
     # The log cleaner takes this buffer from the heap up front (128 MiB by default).
     "log.cleaner.dedupe.buffer.size": "16777216",
+}
+_TEST_BROKER_SETTINGS = {
+    "group.initial.rebalance.delay.ms": "0",
     # A node restarted after SIGKILL registers again only once its old session expired.
     "broker.session.timeout.ms": "3000",
     "broker.heartbeat.interval.ms": "1000",
@@ -66,12 +76,8 @@ _MM2_SETTINGS = {
     "topics": ".*",
     "groups": ".*",
     "replication.policy.class": "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
-    "refresh.topics.interval.seconds": "1",
-    "refresh.groups.interval.seconds": "1",
     "emit.checkpoints.enabled": "true",
-    "emit.checkpoints.interval.seconds": "1",
     "sync.group.offsets.enabled": "true",
-    "sync.group.offsets.interval.seconds": "1",
     "emit.heartbeats.enabled": "true",
     "emit.heartbeats.interval.seconds": "1",
     "sync.topic.acls.enabled": "false",
@@ -83,13 +89,21 @@ _MM2_SETTINGS = {
     "config.storage.replication.factor": "1",
     "status.storage.replication.factor": "1",
     "dedicated.mode.enable.internal.rest": "false",
-    # Offset syncs held back by offset.lag.max are written at the task's offset commit.
-    "offset.flush.interval.ms": "1000",
     # Connect's reflective plugin scan costs seconds per herder; every plugin here has a
     # ServiceLoader manifest.
     "plugin.discovery": "service_load",
 }
-
+_MM2_INTERVALS = {
+    "test": {
+        "refresh.topics.interval.seconds": "1",
+        "refresh.groups.interval.seconds": "1",
+        "emit.checkpoints.interval.seconds": "1",
+        "sync.group.offsets.interval.seconds": "1",
+        # Offset syncs held back by offset.lag.max are written at the task's offset commit.
+        "offset.flush.interval.ms": "1000",
+    },
+    "production": {"refresh.topics.interval.seconds": "10"},  # see the module doc
+}
 
 # Worker settings a herder reads from its clusters' own keys only.
 _PER_HERDER = ("plugin.discovery", "offset.flush.interval.ms")
@@ -130,10 +144,11 @@ class ApacheKafkaSystem:
     def check_serving(self, component: str, ports: Ports) -> None:
         """Serving once it answers its protocol."""
 
-    def _config(self, component: str, ports: Ports, directory: Path) -> Path:
+    def _config(self, component: str, ports: Ports, directory: Path, options: BrokerOptions) -> Path:
         client, controller = (ports.of(name) for name in self.port_names(component))
         settings = {
             **_BROKER_SETTINGS,
+            **(_TEST_BROKER_SETTINGS if options.tuning == "test" else {}),
             "controller.quorum.bootstrap.servers": f"{HOST}:{controller}",
             "listeners": f"PLAINTEXT://{HOST}:{client},CONTROLLER://{HOST}:{controller}",
             "advertised.listeners": f"PLAINTEXT://{HOST}:{client}",
@@ -145,7 +160,7 @@ class ApacheKafkaSystem:
         return path
 
     def broker_argv(self, component: str, ports: Ports, directory: Path, options: BrokerOptions) -> list[str]:
-        config = self._config(component, ports, directory)
+        config = self._config(component, ports, directory, options)
         # KRaft storage is formatted once, before the first start (a restart keeps it).
         fmt = java_argv(JARS, "kafka.tools.StorageTool", "format", "--standalone", "--ignore-formatted",
                         "-t", _cluster_id(component), "-c", str(config), heap="128m",
@@ -159,17 +174,26 @@ class ApacheKafkaSystem:
         """Nothing: MirrorMaker 2 runs as processes of its own."""
 
     def flow(
-        self, source: ClusterSpec, target: ClusterSpec, link: Link, *, etcd: str, namespace: str, directory: Path
+        self,
+        source: ClusterSpec,
+        target: ClusterSpec,
+        link: Link,
+        *,
+        etcd: str,
+        namespace: str,
+        directory: Path,
+        options: BrokerOptions,
     ) -> FlowPlan:
+        mm2 = {**_MM2_SETTINGS, **_MM2_INTERVALS[options.tuning]}
         settings = {
             "clusters": f"{source.name}, {target.name}",
             f"{source.name}.bootstrap.servers": source.url,
             f"{target.name}.bootstrap.servers": target.url,
             f"{source.name}->{target.name}.enabled": "true",
             f"{target.name}->{source.name}.enabled": "false",
-            **_MM2_SETTINGS,
+            **mm2,
             # A herder's worker configuration comes from its target cluster's own keys.
-            **{f"{alias}.{key}": _MM2_SETTINGS[key] for alias in (source.name, target.name) for key in _PER_HERDER},
+            **{f"{alias}.{key}": mm2[key] for alias in (source.name, target.name) for key in _PER_HERDER if key in mm2},
         }
         name = replicator_name(source.name, target.name)
         path = directory / f"{name}.properties"

@@ -181,7 +181,15 @@ class ApachePulsarSystem:
             _admin(admin, "POST", f"/admin/v2/namespaces/{_NAMESPACE}/replication", list(self.brokers))
 
     def flow(
-        self, source: ClusterSpec, target: ClusterSpec, link: Link, *, etcd: str, namespace: str, directory: Path
+        self,
+        source: ClusterSpec,
+        target: ClusterSpec,
+        link: Link,
+        *,
+        etcd: str,
+        namespace: str,
+        directory: Path,
+        options: BrokerOptions,
     ) -> FlowPlan:
         raise RefClusterError("Pulsar geo-replication runs inside the brokers: no replicator process")
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec, Link, utc_now_iso
@@ -39,7 +39,7 @@ from hotstandby.refcluster.flow_status import read_status
 from hotstandby.refcluster.ports import Ports, check_ports_free
 from hotstandby.refcluster.processes import is_running, spawn, stop_pid, stop_pids, wait_ready
 from hotstandby.refcluster.replicators import status_path
-from hotstandby.refcluster.system import BrokerOptions, FlowPlan
+from hotstandby.refcluster.system import BrokerOptions, FlowPlan, Tuning
 from hotstandby.settings import Settings
 
 __all__ = ["BROKERS", "COMPONENTS", "REPLICATORS", "Ports", "RefCluster", "default_dir"]
@@ -73,20 +73,22 @@ class RefCluster:
         brokers: Brokers | str = "lite",
         etcd_members: int = 1,
         listen: Mapping[str, int] | None = None,
+        tuning: Tuning = "test",
     ) -> None:
         """``pulsar_partitions``: the partitions every topic the Pulsar brokers create gets (0:
         topics are not partitioned; pulsar-lite cannot do both, see docs/refcluster.md).
         ``secure``: etcd with TLS and authentication. ``brokers``: ``lite`` (look-alikes from
         wheels) or ``apache`` (the real systems, jars from Maven Central). ``etcd_members``: 1 or
         3 (``refcluster/etcd_members.py``). ``listen``: lite Kafka brokers that listen on another
-        port while they advertise theirs (a test's relay forwards). A running cluster keeps what
-        it was started with."""
+        port while they advertise theirs (a test's relay forwards). ``tuning``: ``test`` or
+        ``production`` (the real systems' own intervals, :mod:`.apache_kafka`). A running cluster
+        keeps what it was started with."""
         self.dir = Path(directory) if directory else default_dir()
         self.requested_ports = ports or Ports()
         self.namespace = namespace
         self.requested_secure = secure
         self.requested_flavour = flavour(brokers)
-        self.options = BrokerOptions(pulsar_partitions=pulsar_partitions, listen=dict(listen or {}))
+        self.options = BrokerOptions(pulsar_partitions=pulsar_partitions, listen=dict(listen or {}), tuning=tuning)
         for component in self.options.listen:
             if not self.requested_flavour.system_of(component).relayable:
                 raise RefClusterError(f"{component} cannot listen on another port than it advertises")
@@ -131,6 +133,12 @@ class RefCluster:
         """What the cluster is made of: the running one's, else the requested one."""
         state = self.state()
         return FLAVOURS[state.get("brokers", "lite")] if state else self.requested_flavour
+
+    @property
+    def tuning(self) -> Tuning:
+        """``test`` or ``production`` settings: the running cluster's, else the requested ones."""
+        state = self.state()
+        return cast(Tuning, state.get("tuning", "test")) if state else self.options.tuning
 
     @property
     def brokers(self) -> str:
@@ -209,6 +217,7 @@ class RefCluster:
             plan = self._plans[component] = self.flavour.system_of(source).flow(
                 self.cluster_spec(source, ports), self.cluster_spec(target, ports), self.link(source, target),
                 etcd=self.etcd_access(ports).url, namespace=self.namespace, directory=self.dir / "replicators",
+                options=self._options(),
             )  # fmt: skip
         return plan
 
@@ -217,7 +226,11 @@ class RefCluster:
             return self._flow(component, ports).argv
         if component in self.etcd_names:
             return member_argv(component, self.etcd_members, ports, self.dir, self.etcd_access(ports))
-        return self.flavour.system_of(component).broker_argv(component, ports, self.dir, self.options)
+        return self.flavour.system_of(component).broker_argv(component, ports, self.dir, self._options())
+
+    def _options(self) -> BrokerOptions:
+        """The options to start a process with: a restart keeps the cluster's settings."""
+        return replace(self.options, tuning=self.tuning)
 
     def _readiness(
         self, component: str, ports: Ports, started_at: float
@@ -304,6 +317,7 @@ class RefCluster:
             shutil.rmtree(self.dir / f"{name}-data", ignore_errors=True)
         state: dict[str, Any] = {"version": 1, "started_at": utc_now_iso(), "namespace": self.namespace,
                                  "brokers": flavour.name, "ports": asdict(ports), "secure": self.requested_secure, "etcd_members": members,
+                                 "tuning": self.options.tuning,
                                  "components": {}}  # fmt: skip
         deadline = time.monotonic() + timeout
         try:

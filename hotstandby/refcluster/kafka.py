@@ -63,7 +63,15 @@ class KafkaSystem(LiteBrokers):
         ]  # fmt: skip
 
     def flow(
-        self, source: ClusterSpec, target: ClusterSpec, link: Link, *, etcd: str, namespace: str, directory: Path
+        self,
+        source: ClusterSpec,
+        target: ClusterSpec,
+        link: Link,
+        *,
+        etcd: str,
+        namespace: str,
+        directory: Path,
+        options: BrokerOptions,
     ) -> FlowPlan:
         def config(status: Path) -> str:
             return FlowConfig(

@@ -43,7 +43,15 @@ class PulsarSystem(LiteBrokers):
         ]  # fmt: skip
 
     def flow(
-        self, source: ClusterSpec, target: ClusterSpec, link: Link, *, etcd: str, namespace: str, directory: Path
+        self,
+        source: ClusterSpec,
+        target: ClusterSpec,
+        link: Link,
+        *,
+        etcd: str,
+        namespace: str,
+        directory: Path,
+        options: BrokerOptions,
     ) -> FlowPlan:
         """Topics come from the config center's registry (pulsar-lite cannot list them)."""
 

@@ -13,16 +13,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from hotstandby.configcenter.documents import ClusterSpec, Link
+from hotstandby.errors import RefClusterError
 
 if TYPE_CHECKING:
     from hotstandby.refcluster.ports import Ports
 
-__all__ = ["HOST", "BrokerOptions", "FlowPlan", "RefSystem"]
+__all__ = ["HOST", "TUNINGS", "BrokerOptions", "FlowPlan", "RefSystem", "Tuning"]
 
 HOST = "127.0.0.1"
+
+#: ``test``: intervals shortened so tests see replication's effects in seconds (the modules of
+#: the real systems list them); ``production``: the systems' own defaults where one node allows.
+Tuning = Literal["test", "production"]
+TUNINGS: tuple[Tuning, ...] = ("test", "production")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +39,11 @@ class BrokerOptions:
     # Brokers that listen on another port than their registered one, which they still
     # advertise: a test's fault relay listens there and forwards (the lite Kafka brokers only).
     listen: Mapping[str, int] = field(default_factory=dict)
+    tuning: Tuning = "test"  # the real systems' settings (the look-alikes have one kind)
+
+    def __post_init__(self) -> None:
+        if self.tuning not in TUNINGS:
+            raise RefClusterError(f"unknown settings {self.tuning!r}: one of {', '.join(TUNINGS)}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,7 +105,15 @@ class RefSystem(Protocol):
         ...
 
     def flow(
-        self, source: ClusterSpec, target: ClusterSpec, link: Link, *, etcd: str, namespace: str, directory: Path
+        self,
+        source: ClusterSpec,
+        target: ClusterSpec,
+        link: Link,
+        *,
+        etcd: str,
+        namespace: str,
+        directory: Path,
+        options: BrokerOptions,
     ) -> FlowPlan:
         """The replicator process copying ``source`` to ``target`` (only for a system with
         :attr:`replicator_processes`); its configuration is written into ``directory``."""

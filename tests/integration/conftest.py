@@ -31,7 +31,8 @@ def refcluster(
             pytest.exit(f"--refcluster-dir: no {brokers} reference cluster is up in {running}", returncode=4)
         yield rc
         return
-    rc = RefCluster(tmp_path_factory.mktemp("refcluster"), Ports.free(), brokers=brokers)
+    tuning = request.config.getoption("--settings")
+    rc = RefCluster(tmp_path_factory.mktemp("refcluster"), Ports.free(), brokers=brokers, tuning=tuning)
     try:
         rc.up()
         yield rc

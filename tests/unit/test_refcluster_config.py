@@ -59,3 +59,36 @@ def test_kafka_clusters_carry_the_broker_overrides(tmp_path) -> None:  # type: i
     assert spec.client_config("producer")["batch.num.messages"] == 1
     assert spec.client_config("consumer")["session.timeout.ms"] == 4000
     assert spec.client_config("consumer")["fetch.wait.max.ms"] == 50
+
+
+@pytest.mark.parametrize("tuning", ["test", "production"])
+def test_apache_kafka_with_production_settings_keeps_the_systems_defaults(tmp_path, tuning: str) -> None:  # type: ignore[no-untyped-def]
+    """Production settings: the broker's initial rebalance delay and session timeout, MM2's
+    checkpoint, group sync, group refresh and offset flush intervals are the defaults; tests
+    shorten them."""
+    from hotstandby.refcluster.apache_kafka import APACHE_KAFKA
+    from hotstandby.refcluster.system import BrokerOptions
+
+    options = BrokerOptions(tuning=tuning)  # type: ignore[arg-type]
+    broker = APACHE_KAFKA._config("kafka-a", Ports.free(), tmp_path, options).read_text()
+    a, b = (APACHE_KAFKA.cluster_spec(name, port) for name, port in (("kafka-a", 1), ("kafka-b", 2)))
+    flow = APACHE_KAFKA.flow(a, b, APACHE_KAFKA.link("kafka-a", "kafka-b"), etcd="", namespace="/hs",
+                             directory=tmp_path, options=options)  # fmt: skip
+    mm2 = (tmp_path / "mirror-kafka-a-to-kafka-b.properties").read_text()
+    assert flow.argv
+    shortened = {"group.initial.rebalance.delay.ms=0", "broker.session.timeout.ms=3000"}
+    intervals = {"emit.checkpoints.interval.seconds=1", "sync.group.offsets.interval.seconds=1",
+                 "refresh.groups.interval.seconds=1", "offset.flush.interval.ms=1000"}  # fmt: skip
+    if tuning == "test":
+        assert shortened <= set(broker.splitlines()) and intervals <= set(mm2.splitlines())
+    else:
+        assert not shortened & set(broker.splitlines()), broker
+        assert not {line.split("=")[0] for line in intervals} & {line.split("=")[0] for line in mm2.splitlines()}, mm2
+        assert "refresh.topics.interval.seconds=10" in mm2.splitlines()
+
+
+def test_unknown_settings_are_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from hotstandby.errors import RefClusterError
+
+    with pytest.raises(RefClusterError, match="unknown settings 'fast'"):
+        RefCluster(tmp_path, brokers="apache", tuning="fast")  # type: ignore[arg-type]
