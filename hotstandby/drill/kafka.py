@@ -127,7 +127,8 @@ class KafkaWorkload:
     def consume(self, ctx: DrillContext, index: int) -> None:
         name = f"drill-consumer-{index}"
         manual = index == ctx.options.consumers - 1
-        config = {**self._config(ctx, name), "group.id": f"drill-{self.run}", "auto.commit.interval.ms": 200}
+        config = {**self._config(ctx, name), "group.id": f"drill-{self.run}", "auto.commit.interval.ms": 200,
+                  **ctx.options.kafka_consumer}  # fmt: skip
         if manual:
             config["enable.auto.commit"] = False
         consumer = Consumer(config)

@@ -13,7 +13,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -70,6 +70,8 @@ class DrillOptions:
     # The producer stops at each flip's share of the records until that flip is made, so every
     # phase is produced on its own cluster however long a flip takes to follow (Spark's).
     lockstep: bool = False
+    # Settings every Kafka consumer of the drill adds to its own (``group.protocol``, ...).
+    kafka_consumer: Mapping[str, str] = field(default_factory=dict)
 
     def milestone(self, k: int) -> int:
         """Records produced before flip ``k`` (0-based) is made."""

@@ -113,7 +113,7 @@ class KafkaVersus(_Told, KafkaWorkload):
         name = f"versus-consumer-{index}"
         common = {"group.id": f"drill-{self.run}", "enable.auto.commit": False, "auto.offset.reset": "earliest"}
         if not self.raw:
-            return SdkKafkaConsumer({**self._config(ctx, name), **common})
+            return SdkKafkaConsumer({**self._config(ctx, name), **common, **ctx.options.kafka_consumer})
         spec = self._route.spec(cluster)
         return confluent_kafka.Consumer({**spec.client, **spec.consumer, "bootstrap.servers": spec.url,
                                          "client.id": name, "logger": _RAW_LOG, **common})  # fmt: skip
