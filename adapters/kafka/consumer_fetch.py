@@ -163,13 +163,14 @@ class Fetcher:
         logical = self._s.logical
         topic = msg.topic()
         if topic:
-            copy = logical.get(topic, topic) != topic
+            copies = [topic] if logical.get(topic, topic) != topic else []
         else:  # the event may name the topic in its text only
             text = error.str()
-            copy = any(physical != name and physical in text for physical, name in list(logical.items()))
-        if copy:
+            copies = [physical for physical, name in list(logical.items()) if physical != name and physical in text]
+        if copies:
             self._s.seldom.info("consumer.copy_not_there", topic=topic, error=error.str(), cluster=self._s.spec.name)
-        return copy
+            self._s.late_copies.missing(copies)
+        return bool(copies)
 
     def _copy_reset(self, msg: Message, error: KafkaError) -> bool:
         """``auto.offset.reset=error`` and a remote copy without a committed offset: the

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import OFFSET_INVALID, TopicPartition
+from confluent_kafka import OFFSET_INVALID, KafkaException, TopicPartition
 
 from hotstandby.adapters.kafka.consumer_commit import Committer
 from hotstandby.adapters.kafka.consumer_fetch import Fetcher
@@ -39,6 +39,7 @@ __all__ = ["Assignments", "Rebalance"]
 
 # A group join takes seconds (23 s on the reference broker with librdkafka's defaults).
 _JOIN_WARNING_S = 60.0
+_LEARN_TIMEOUT_S = 2.0  # a copy's metadata, asked of a cluster that just answered about it
 
 Rebalance = Callable[[Any, list[TopicPartition]], None]
 
@@ -57,6 +58,7 @@ class Assignments:
         self._unassigned_since: float | None = None  # subscribed, no partitions assigned yet
         self._starts: StartPositions | None = None  # after a switch: where each partition starts
         self._started: set[Slot] = set()
+        self._links: dict[tuple[str, str], Link] = {}  # the replication links of the subscription
         self.holding_since: float | None = time.monotonic()
         self._in_callback = False  # in the application's on_assign
         self._requested: PhysicalAssignment | None = None  # what it assigned there
@@ -80,6 +82,8 @@ class Assignments:
         """Subscribe the raw consumer in use to the topics and their remote copies there."""
         s = self._s
         s.logical = physical_topics(s.topics, copy_prefixes(s.follower.route.clusters, s.spec.name, links))
+        s.late_copies.forget()
+        self._links = links
         self._unassigned_since = time.monotonic()
         s.inner.subscribe(sorted(s.logical), on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost)
 
@@ -247,6 +251,21 @@ class Assignments:
         if self._s.ledgers.unclaimed and self._s.ledgers.retry_claims() and self.holding_since is None:
             # Claimed the ledgers etcd did not let us claim at the assignment: resume them.
             self._resume_claimed()
+        appeared = self._s.late_copies.appeared(self._s.spec) if self._s.topics else None
+        if appeared:
+            self._subscribe_again(appeared)
+
+    def _subscribe_again(self, copies: set[str]) -> None:
+        """Missing copies are there now: librdkafka learns of them (its cache keeps a topic it
+        found missing), then the group assigns them at the rejoin a new subscription makes."""
+        s = self._s
+        log.info("consumer.copy_appeared", cluster=s.spec.name, topics=sorted(copies))
+        for topic in sorted(copies):
+            try:
+                s.inner.list_topics(topic, timeout=_LEARN_TIMEOUT_S)
+            except KafkaException as exc:  # the rejoin below asks again
+                log.info("consumer.copy_metadata_failed", topic=topic, error=str(exc))
+        self.resubscribe(self._links)
 
     def _check_peers(self) -> None:
         """While holding: release once no other member is behind (or the drain timeout passed),

@@ -17,6 +17,7 @@ from typing import Any
 from confluent_kafka import Consumer as RawConsumer
 
 from hotstandby.adapters.kafka.client_logs import with_logger
+from hotstandby.adapters.kafka.late_copies import LateCopies
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.ack_tracker import AckTracker
 from hotstandby.failover.client_options import ClientOptions
@@ -67,6 +68,7 @@ class ConsumerState:
         self.gate = SwitchGate(self.lock)
         self.topics: list[str] = []
         self.logical: dict[str, str] = {}  # physical topic -> logical topic
+        self.late_copies = LateCopies()  # subscribed copies the cluster in use did not have
         self.acks = AckTracker()  # ledgers, records handed out, every position
         self.ledgers = Ledgers(ledger_store, self.acks, group=group, owner=options.client_id)
         self.seldom = Seldom(log)  # events that can happen per record
