@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pulsar
 
 from hotstandby.configcenter.documents import ClusterSpec
+from hotstandby.configcenter.polling import wait_until
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
@@ -66,8 +67,18 @@ class SwitchParticipation:
             producer.drain(plan.source)
 
     def store(self, plan: SwitchPlan) -> None:
+        consumers = self._members()[1]
+        # Nothing is handed out now (the gate is closed). The application gets the drain timeout
+        # to acknowledge what it holds: a consumer of another process reads the copies of those
+        # messages on the new cluster once this one stored, and must find them acknowledged
+        # there, not acknowledged here a moment after it handed them out again.
+        settled = wait_until(lambda: not any(c.handed_count() for c in consumers), plan.drain_timeout_s,
+                             first=0.005, most=0.05)  # fmt: skip
+        if not settled:
+            log.info("client.unacknowledged_at_switch", client=self.options.client_id,
+                     messages=sum(c.handed_count() for c in consumers), waited_s=plan.drain_timeout_s)  # fmt: skip
         # Needs etcd: if it fails, the consumers go on with the old cluster until the next attempt.
-        for consumer in self._members()[1]:
+        for consumer in consumers:
             consumer.store()
 
     def connect(self, plan: SwitchPlan) -> None:
@@ -82,6 +93,8 @@ class SwitchParticipation:
         move, self._move = self._move, None
         if move is not None:
             close_quietly(move.client)  # and with it what the members made there
+        for producer in self._members()[0]:
+            producer.release()
 
     def move(self, plan: SwitchPlan) -> None:
         move = self._move

@@ -373,6 +373,10 @@ class Consumer(Acknowledging):
         """Store the ledgers and acknowledge on the old cluster (nothing is handed out now)."""
         self._state.flush()
 
+    def handed_count(self) -> int:
+        """Messages handed out on the cluster in use and not acknowledged yet."""
+        return len(self._out.current)
+
     @property
     def state(self) -> SubscriptionState:
         return self._state

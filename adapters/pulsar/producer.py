@@ -31,9 +31,10 @@ from hotstandby.adapters.pulsar.adapter import ADAPTER, decode_identity
 from hotstandby.adapters.pulsar.producer_message import BYTES, Encoded, Message, SendCallback, exception_for
 from hotstandby.adapters.pulsar.replication_position import copied_through, offset_of, own_copies
 from hotstandby.configcenter.documents import ClusterSpec
+from hotstandby.configcenter.polling import wait_until
 from hotstandby.errors import ConfigError
 from hotstandby.failover.identity import HEADER, IdentityText, new_session
-from hotstandby.failover.outbox import Outbox, ReplicatedTo, Stored
+from hotstandby.failover.outbox import Outbox, ReplicatedTo, Stored, replicated
 from hotstandby.failover.partitioner import Partitioner
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.logs import Seldom, get_logger
@@ -100,6 +101,8 @@ class Producer:
         self.resent = 0
         self.trimmed = 0  # window messages not re-sent: replication had copied them
         self._cluster = client.spec.name  # where the current generation's messages go
+        self._source_answered = False  # in a switch: the cluster left answered the drain
+        self._held_for_switch = False  # new sends wait in _backlog while a switch prepares
         partitions = client.inner.get_topic_partitions(topic)
         self._partition_names = partitions
         self._partitions = len(partitions)
@@ -337,26 +340,35 @@ class Producer:
 
     def drain(self, old: ClusterSpec) -> None:
         """Planned switch: let the old cluster acknowledge what it has, within the drain timeout."""
+        self._source_answered = False
         with self._lock:
-            if not self._outbox.pending:
-                return
-            inner = self._inner
+            inner, pending = self._inner, bool(self._outbox.pending)
+        if not pending and not self._outbox.in_window:
+            return
         timeout = self._client.options.drain_timeout_ms / 1000
         if not probe_cluster(old, timeout=min(1.0, timeout)).ok:
             return
-        # pulsar's flush has no timeout: it runs aside, and the switch goes on after the wait.
-        flusher = threading.Thread(target=_flush_quietly, args=(inner,), daemon=True, name="hotstandby-drain")
-        flusher.start()
-        flusher.join(timeout)
+        self._source_answered = True  # replication from it goes on: worth waiting for (prepare)
+        if pending:
+            _flush_within(inner, timeout)
 
     def prepare(self, client: pulsar.Client, spec: ClusterSpec, source: str) -> Callable[[], None]:
         """Make the counterpart on the new cluster; the returned step puts it in place and
         re-sends (run under the client's lock, once every member is prepared)."""
         new = self._create(client)
+        with self._lock:
+            if not self._resending:  # new sends wait behind the switch: the window stops growing
+                self._resending = self._held_for_switch = True
+            inner, pending = self._inner, bool(self._outbox.pending)
+        if self._source_answered and pending:
+            # Sent after the drain, before the gate closed: the old cluster acknowledges them
+            # too, rather than their being re-sent here as twins of their copies.
+            _flush_within(inner, self._client.options.drain_timeout_ms / 1000)
         positions = self._replication_positions(client, source)
 
         def commit() -> None:
             with self._send_lock, self._lock:
+                self._held_for_switch = False  # the held messages are pending: replayed below
                 self._generation += 1
                 self._inner, self._cluster = new, spec.name
                 # With messages still replayed from a switch before.
@@ -377,6 +389,19 @@ class Producer:
 
         return commit
 
+    def release(self) -> None:
+        """The switch was given up: the messages held for it go to the cluster in use."""
+        with self._send_lock:
+            with self._lock:
+                if not self._held_for_switch:
+                    return
+                self._held_for_switch = self._resending = False
+                held, self._backlog = list(self._backlog), deque()
+                inner, generation = self._inner, self._generation
+                self._room.notify_all()
+            for message in held:  # not under _lock: a full pulsar queue waits for acknowledgements
+                self._send(inner, generation, message)
+
     def _replication_positions(self, client: pulsar.Client, source: str) -> dict[tuple[str, int], ReplicatedTo]:
         """What the new cluster (``client``) shows copied from ``source``, for the window's sake."""
         if not self._outbox.in_window:  # the length of a deque: read without the lock
@@ -387,10 +412,35 @@ class Producer:
                 return {key: stored for key, message, stored in self._outbox.window_stored()
                         if stored is not None and stored.cluster == source and not message.resent}  # fmt: skip
 
-        budget = min(_POSITIONS_BUDGET_S, self._client.options.drain_timeout_ms / 1000)
-        return copied_through(client, self._topic, self._partition_names, source, budget_s=budget,
-                              only_other=len(self._client.follower.route.clusters) == 2,
-                              ours=own_copies(self._session, sent_only_there))  # fmt: skip
+        drain_s = self._client.options.drain_timeout_ms / 1000
+        found: dict[tuple[str, int], ReplicatedTo] = {}
+
+        def look() -> bool:
+            """Whether to stop looking: replication copied every window record sent to the
+            source only, or the new cluster proves nothing at all (pulsar-lite)."""
+            found.update(copied_through(client, self._topic, self._partition_names, source,
+                                        budget_s=min(_POSITIONS_BUDGET_S, drain_s),
+                                        only_other=len(self._client.follower.route.clusters) == 2,
+                                        ours=own_copies(self._session, sent_only_there)))  # fmt: skip
+            skew = self._client.options.timestamp_skew_ms
+            return not found or all(replicated(stored, source, found, skew) for stored in sent_only_there().values())
+
+        # A source that answered the drain still replicates what it acknowledged last: waiting
+        # (within the drain timeout) for those copies spares re-sent twins, which consumers of
+        # different processes could each hand out.
+        if self._source_answered:
+            wait_until(look, drain_s, first=0.02, most=0.2)
+        else:
+            look()
+        return found
+
+
+def _flush_within(producer: pulsar.Producer, timeout: float) -> None:
+    """Flush ``producer``, waiting ``timeout`` s at most: pulsar's flush has no timeout, so it
+    runs aside, and the switch goes on after the wait."""
+    flusher = threading.Thread(target=_flush_quietly, args=(producer,), daemon=True, name="hotstandby-drain")
+    flusher.start()
+    flusher.join(timeout)
 
 
 def _flush_quietly(producer: pulsar.Producer) -> None:

@@ -2,12 +2,16 @@
 
 A copy carries its source position (``__MSG_PROP_REPL_SOURCE_POSITION`` = ``"ledger:entry"``
 on the source cluster). Replication copies a topic partition in order, so the newest copy from
-the source on the target proves every source entry *before* its own copied (not its own: the
-reference replicator copies a batch message by message, and the entry's later messages may
-still be on their way). Apache Pulsar writes that position in the copied entry's metadata,
+the source on the target proves every source entry before its own copied, and its own when
+the copy is not part of a batch (geo-replication copies an entry whole; a batch's later
+messages may still be on their way where a replicator copies message by message). Apache
+Pulsar writes that position in the copied entry's metadata,
 which pulsar-client shows only on a message that was not batched; a batched copy is known by
 its identity instead: a message of the producer's own that the source acknowledged at
-``ledger:entry`` and that it sent nowhere else (``ours``) can only be on the target as a copy. That newest copy is looked for at the end of the target's partition:
+``ledger:entry`` and that it sent nowhere else (``ours``) can only be on the target as a copy;
+it also proves copied every message of the producer's that the source acknowledged before it
+(acknowledgement times by the producer's own clock: no skew margin). That newest copy is
+looked for at the end of the target's partition:
 its last message (a reader from the latest message, inclusive), then further back in its last
 ledger (up to :data:`_TAIL_MESSAGES` messages), within a time budget; a partition where none is
 found proves nothing (its window records are all re-sent). Nothing is written on the target:
@@ -123,13 +127,16 @@ def _copy_position(msg: pulsar.Message, source: str, only_other: bool, ours: Our
     """The source entries ``msg`` proves copied, if it is a copy from ``source``."""
     properties = msg.properties()
     raw = properties.get(REPL_SOURCE_POSITION)
-    if raw is None:
-        if ours is None or HEADER not in properties:
-            return None
+    if ours is not None and HEADER in properties:
         rid = identity_in(properties, msg)
         stored = None if rid is None else ours(rid)
-        # The entry before the message's own: its batch may be half-copied.
-        return None if stored is None else ReplicatedTo(stored.offset - 1, int(msg.publish_timestamp()))
+        if stored is not None:
+            # Our messages the source acknowledged before this one are before it there, so
+            # copied: no clock skew to allow for, unlike with a copy's publish time.
+            return ReplicatedTo(stored.offset - _part_of_entry(msg), int(msg.publish_timestamp()),
+                                own_acked_ms=stored.acked_ms)  # fmt: skip
+    if raw is None:
+        return None
     origin = properties.get(REPLICATED_FROM)
     if origin != source and not (origin is None and only_other):
         return None
@@ -137,7 +144,13 @@ def _copy_position(msg: pulsar.Message, source: str, only_other: bool, ours: Our
         ledger, entry = (int(part) for part in raw.split(":"))
     except ValueError:
         return None
-    return ReplicatedTo(offset_of(ledger, entry) - 1, int(msg.publish_timestamp()))
+    return ReplicatedTo(offset_of(ledger, entry) - _part_of_entry(msg), int(msg.publish_timestamp()))
+
+
+def _part_of_entry(msg: pulsar.Message) -> int:
+    """1 when ``msg`` is one message of a batch entry (the entry's later messages may not be
+    copied yet: only the entries before count), 0 when it is the whole entry."""
+    return 1 if msg.message_id().batch_index() >= 0 else 0
 
 
 def _newest_copy(

@@ -55,6 +55,9 @@ class ReplicatedTo:
 
     offset: int
     written_ms: int
+    #: Proven by a copy of the producer's own message: its records there up to ``offset`` that
+    #: the source acknowledged by this time (the producer's clock, no skew) are copied.
+    own_acked_ms: int | None = None
 
 
 def replicated(stored: Stored, source: str, positions: Mapping[tuple[str, int], ReplicatedTo], skew_ms: int) -> bool:
@@ -67,7 +70,11 @@ def replicated(stored: Stored, source: str, positions: Mapping[tuple[str, int], 
     if stored.cluster != source:
         return False
     position = positions.get((stored.topic, stored.partition))
-    return position is not None and stored.offset <= position.offset and stored.acked_ms + skew_ms < position.written_ms
+    if position is None or stored.offset > position.offset:
+        return False
+    if position.own_acked_ms is not None:  # acknowledged in order, before the copy's own message
+        return stored.acked_ms <= position.own_acked_ms
+    return stored.acked_ms + skew_ms < position.written_ms
 
 
 @dataclass(frozen=True, slots=True)

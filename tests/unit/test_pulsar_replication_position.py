@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pulsar
+
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM
 from hotstandby.adapters.pulsar.replication_position import _copy_position, _number, offset_of, own_copies
 from hotstandby.failover.identity import HEADER, IdentityText, new_session
@@ -9,14 +11,19 @@ from hotstandby.failover.outbox import Stored, replicated
 
 
 class Copy:
-    def __init__(self, properties: dict[str, str], publish_ms: int = 5_000) -> None:
-        self._properties, self._publish_ms = properties, publish_ms
+    """A copied message as pulsar-client shows it; ``batch_index`` -1: the entry is this message."""
+
+    def __init__(self, properties: dict[str, str], publish_ms: int = 5_000, batch_index: int = 0) -> None:
+        self._properties, self._publish_ms, self._batch_index = properties, publish_ms, batch_index
 
     def properties(self) -> dict[str, str]:
         return self._properties
 
     def publish_timestamp(self) -> int:
         return self._publish_ms
+
+    def message_id(self) -> pulsar.MessageId:
+        return pulsar.MessageId(-1, 3, 9, self._batch_index)
 
 
 def test_positions_order_as_entries_do_across_ledgers() -> None:
@@ -32,6 +39,15 @@ def test_a_copy_proves_the_entries_before_its_own_only() -> None:
 
     assert replicated(stored(4), "pulsar-a", {("t", 0): position}, skew_ms=0)
     assert not replicated(stored(5), "pulsar-a", {("t", 0): position}, skew_ms=0)  # its batch may be half-copied
+
+
+def test_a_copy_of_a_whole_entry_proves_its_own_entry_too() -> None:
+    copy = Copy({REPL_SOURCE_POSITION: "8:5"}, batch_index=-1)
+    position = _copy_position(copy, "pulsar-a", True, None)
+    assert position is not None and position.offset == offset_of(8, 5)
+    stored = Stored("pulsar-a", "t", 0, offset_of(8, 5), acked_ms=1_000)
+    assert replicated(stored, "pulsar-a", {("t", 0): position}, skew_ms=0)
+    assert not replicated(stored._replace(offset=offset_of(8, 6)), "pulsar-a", {("t", 0): position}, skew_ms=0)
 
 
 def test_a_copy_from_another_cluster_or_without_a_position_proves_nothing() -> None:
@@ -74,3 +90,22 @@ def test_a_batched_copy_is_known_by_the_identity_of_a_message_sent_to_the_source
     assert _copy_position(copy(other, 7), "pulsar-a", True, ours) is None
     assert _copy_position(copy(session, 7), "pulsar-a", True, None) is None
     assert asked == [1]  # the window is read once per switch, not per message
+
+
+def test_a_copy_of_our_own_proves_what_the_source_acknowledged_before_it_without_a_skew_margin() -> None:
+    """The producer's messages are acknowledged in the source's order: those acknowledged by
+    the time its copied message was are copied, however recent (the copy's publish time and
+    the skew margin do not matter); those acknowledged later are not, whatever their offset
+    (a source that came back empty counts offsets anew)."""
+    session = new_session()
+    mine = Stored("pulsar-a", "t", 0, offset_of(8, 5), acked_ms=10_000)
+    ours = own_copies(session, lambda: {(0, 7): mine})
+    copy = Copy({HEADER: IdentityText(session).text(0, 7), REPL_SOURCE_POSITION: "8:5"}, publish_ms=10_001,
+                batch_index=-1)  # fmt: skip
+    position = _copy_position(copy, "pulsar-a", True, ours)
+    assert position is not None and position.own_acked_ms == 10_000 and position.offset == offset_of(8, 5)
+    positions = {("t", 0): position}
+    assert replicated(mine, "pulsar-a", positions, skew_ms=5_000)
+    assert replicated(mine._replace(offset=offset_of(8, 4), acked_ms=9_990), "pulsar-a", positions, skew_ms=5_000)
+    assert not replicated(mine._replace(offset=offset_of(8, 1), acked_ms=10_020), "pulsar-a", positions, skew_ms=0)
+    assert not replicated(mine._replace(offset=offset_of(8, 6), acked_ms=9_000), "pulsar-a", positions, skew_ms=0)
