@@ -8,7 +8,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import replace
 
 import pulsar
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from hotstandby.adapters.pulsar import Client
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
-from tests.integration.pulsar_helpers import nothing_more, quiet, take
+from tests.integration.pulsar_helpers import nothing_more, quiet, replicated, take
 
 # pulsar-lite does not let a second client subscribe to a Shared subscription whose messages
 # another client holds (the raw pulsar-client's subscribe times out there too).
@@ -28,9 +27,7 @@ ROUTE = "payments"
 @pytest.fixture
 def topic(refcluster: RefCluster) -> str:
     name = f"persistent://public/default/peer-{uuid.uuid4().hex[:8]}"
-    with ConfigCenter.open(replace(refcluster.settings())) as center:
-        for cluster in ("pulsar-a", "pulsar-b"):
-            center.register_topic(cluster, name)
+    replicated(refcluster, name)
     return name
 
 
