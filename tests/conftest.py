@@ -27,6 +27,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the real systems' settings for the apache reference cluster the tests start: test (default) or "
         "production (their defaults where one node allows it, docs/refcluster.md)",
     )
+    for kind in ("kafka", "pulsar"):
+        parser.addoption(
+            f"--{kind}-version",
+            metavar="X.Y.Z",
+            help=f"the Apache {kind.capitalize()} version the apache reference cluster runs (default: the shipped one)",
+        )
     parser.addoption(
         "--refcluster-dir",
         help="use the reference cluster already up in this directory (`hotstandby refcluster up --dir DIR`) "

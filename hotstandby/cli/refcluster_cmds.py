@@ -13,6 +13,8 @@ from hotstandby.errors import ConfigCenterError
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.refcluster import Ports, RefCluster
 from hotstandby.refcluster.etcd_access import ROLE_USERS, ROOT
+from hotstandby.refcluster.jars import JarSet
+from hotstandby.refcluster.system import VERSIONED
 
 __all__ = ["add_commands"]
 
@@ -27,7 +29,13 @@ def _cluster(args: argparse.Namespace) -> RefCluster:
     return RefCluster(args.dir, Ports().with_overrides(overrides), namespace=args.namespace or "/hotstandby",
                       secure=getattr(args, "secure", False), brokers=getattr(args, "brokers", None) or "lite",
                       etcd_members=getattr(args, "etcd_members", 1),
-                      tuning=getattr(args, "settings", None) or "test")  # fmt: skip
+                      tuning=getattr(args, "settings", None) or "test", versions=_versions(args))  # fmt: skip
+
+
+def _versions(args: argparse.Namespace) -> dict[str, str]:
+    """``--kafka-version`` and ``--pulsar-version``, those given."""
+    asked = {kind: getattr(args, f"{kind}_version", None) for kind in VERSIONED}
+    return {kind: version for kind, version in asked.items() if version}
 
 
 def _connection(rc: RefCluster) -> tuple[dict[str, Any], str]:
@@ -66,13 +74,18 @@ def up(args: argparse.Namespace) -> int:
         print(f"hotstandby: the reference cluster in {rc.dir} is up with --settings {rc.tuning}; "
               "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
         return 1
+    if not fresh and _versions(args) and rc.versions != _versions(args):
+        print(f"hotstandby: the reference cluster in {rc.dir} is up with versions {rc.versions or 'as shipped'}; "
+              "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
+        return 1
     if not fresh and args.etcd_members != rc.etcd_members:
         print(f"hotstandby: the reference cluster in {rc.dir} is up with --etcd-members {rc.etcd_members}; "
               "run `hotstandby refcluster down` first", file=sys.stderr)  # fmt: skip
         return 1
     connection, reach = _connection(rc)
     data = {"already_up": not fresh, "dir": str(rc.dir), "brokers": rc.brokers, **connection,
-            "etcd_members": rc.etcd_members, "settings": rc.tuning, "seconds": round(elapsed, 2)}  # fmt: skip
+            "etcd_members": rc.etcd_members, "settings": rc.tuning, "versions": rc.versions,
+            "seconds": round(elapsed, 2)}  # fmt: skip
     routes = " and ".join(f"{s.route} ({s.brokers[0]})" for s in rc.flavour.systems)
     human = (
         f"reference cluster is already up in {rc.dir}: {reach}"
@@ -123,6 +136,7 @@ def status(args: argparse.Namespace) -> int:
         "dir": str(rc.dir),
         "brokers": rc.brokers,
         "settings": rc.tuning,
+        "versions": rc.versions,
         "started_at": state["started_at"],
         "components": components,
         "routes": routes,
@@ -199,6 +213,11 @@ def add_commands(sub: argparse._SubParsersAction, common: argparse.ArgumentParse
     p.add_argument("--settings", choices=("test", "production"),
                    help="the real systems' settings (--brokers apache): test (default; MM2 and group delays in "
                         "seconds) or production (their defaults where one node allows it, docs/refcluster.md)")  # fmt: skip
+    for kind in VERSIONED:
+        p.add_argument(f"--{kind}-version", metavar="X.Y.Z",
+                       help=f"the Apache {kind.capitalize()} version to run (--brokers apache; default "
+                            f"{JarSet(kind).version}), "
+                            "resolved from Maven Central on first use")  # fmt: skip
     p.set_defaults(func=up)
     p = rsub.add_parser("down", parents=[common, local], help="stop every process started by up")
     p.set_defaults(func=down)

@@ -44,7 +44,6 @@ from hotstandby.refcluster.system import HOST, BrokerOptions, FlowPlan
 
 __all__ = ["APACHE_KAFKA", "ApacheKafkaSystem"]
 
-JARS = JarSet("kafka")
 _BROKER_HEAP = "384m"
 _MM2_HEAP = "256m"
 _FORMAT_TIMEOUT_S = 120.0
@@ -109,6 +108,11 @@ _MM2_INTERVALS = {
 _PER_HERDER = ("plugin.discovery", "offset.flush.interval.ms")
 
 
+def jars(options: BrokerOptions) -> JarSet:
+    """Apache Kafka's jars, of the version ``options`` ask for (else the shipped pom's)."""
+    return JarSet("kafka", options.versions.get("kafka", ""))
+
+
 def _properties(settings: dict[str, str]) -> str:
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
@@ -135,8 +139,8 @@ class ApacheKafkaSystem:
         # MM2's DefaultReplicationPolicy; offset syncs on the source cluster (MM2's default).
         return Link(source=source, target=target, policy="prefix", offset_syncs="source", replicator="mirrormaker2")
 
-    def prepare(self, directory: Path, progress: Callable[[str], None] | None) -> None:
-        JARS.resolve(progress=progress)
+    def prepare(self, directory: Path, progress: Callable[[str], None] | None, options: BrokerOptions) -> None:
+        jars(options).resolve(progress=progress)
 
     def broker_env(self) -> dict[str, str]:
         return {}
@@ -162,13 +166,13 @@ class ApacheKafkaSystem:
     def broker_argv(self, component: str, ports: Ports, directory: Path, options: BrokerOptions) -> list[str]:
         config = self._config(component, ports, directory, options)
         # KRaft storage is formatted once, before the first start (a restart keeps it).
-        fmt = java_argv(JARS, "kafka.tools.StorageTool", "format", "--standalone", "--ignore-formatted",
+        fmt = java_argv(jars(options), "kafka.tools.StorageTool", "format", "--standalone", "--ignore-formatted",
                         "-t", _cluster_id(component), "-c", str(config), heap="128m",
                         flags=("-XX:TieredStopAtLevel=1",))  # fmt: skip
         done = subprocess.run(fmt, capture_output=True, text=True, timeout=_FORMAT_TIMEOUT_S, check=False)
         if done.returncode != 0:
             raise RefClusterError(f"formatting {component}'s storage failed: {done.stdout}{done.stderr}")
-        return java_argv(JARS, "kafka.Kafka", str(config), heap=_BROKER_HEAP)
+        return java_argv(jars(options), "kafka.Kafka", str(config), heap=_BROKER_HEAP)
 
     def configure(self, ports: Ports, directory: Path) -> None:
         """Nothing: MirrorMaker 2 runs as processes of its own."""
@@ -199,7 +203,7 @@ class ApacheKafkaSystem:
         path = directory / f"{name}.properties"
         directory.mkdir(parents=True, exist_ok=True)
         path.write_text(_properties(settings))
-        argv = java_argv(JARS, "org.apache.kafka.connect.mirror.MirrorMaker", str(path), "--clusters", target.name,
+        argv = java_argv(jars(options), "org.apache.kafka.connect.mirror.MirrorMaker", str(path), "--clusters", target.name,
                          heap=_MM2_HEAP)  # fmt: skip
         return FlowPlan(argv=argv, ready=lambda started_at: _heartbeat_since(target, started_at), retry_on=(NotReady,))
 

@@ -34,9 +34,7 @@ from hotstandby.refcluster.system import HOST, BrokerOptions, FlowPlan
 
 __all__ = ["APACHE_PULSAR", "ApachePulsarSystem"]
 
-JARS = JarSet("pulsar")
 # PulsarStandaloneStarter, after deleting what a killed standalone left ephemeral (see above).
-STARTER = JavaClasses(JARS, "EphemeralNodesDroppingStandalone.java")
 _STARTER_MAIN = "hotstandby.refcluster.EphemeralNodesDroppingStandalone"
 _HEAP = "512m"
 _NAMESPACE = "public/default"
@@ -108,6 +106,16 @@ _SETTINGS = {
 }
 
 
+def jars(options: BrokerOptions) -> JarSet:
+    """Apache Pulsar's jars, of the version ``options`` ask for (else the shipped pom's)."""
+    return JarSet("pulsar", options.versions.get("pulsar", ""))
+
+
+def starter(options: BrokerOptions) -> JavaClasses:
+    """The standalone's starter, compiled against those jars."""
+    return JavaClasses(jars(options), "EphemeralNodesDroppingStandalone.java")
+
+
 class ApachePulsarSystem:
     kind = "pulsar"
     brokers = ("pulsar-a", "pulsar-b")
@@ -128,9 +136,9 @@ class ApachePulsarSystem:
     def link(self, source: str, target: str) -> Link:
         return Link(source=source, target=target, policy="identity", replicator="pulsar-geo-replication")
 
-    def prepare(self, directory: Path, progress: Callable[[str], None] | None) -> None:
-        JARS.resolve(progress=progress)
-        STARTER.resolve(progress=progress)
+    def prepare(self, directory: Path, progress: Callable[[str], None] | None, options: BrokerOptions) -> None:
+        jars(options).resolve(progress=progress)
+        starter(options).resolve(progress=progress)
 
     def broker_env(self) -> dict[str, str]:
         return {}
@@ -160,10 +168,10 @@ class ApachePulsarSystem:
         flags = (*(f"--add-opens={module}=ALL-UNNAMED" for module in _OPENS), "-XX:MaxDirectMemorySize=256m",
                  "-Dio.netty.leakDetectionLevel=disabled", "-Dpulsar.allocator.exit_on_oom=true")  # fmt: skip
         return java_argv(
-            JARS, _STARTER_MAIN, "--config", str(config),
+            jars(options), _STARTER_MAIN, "--config", str(config),
             "--metadata-dir", str(data / "metadata"), "--bookkeeper-dir", str(data / "bookkeeper"),
             "--bookkeeper-port", str(bookie), "--no-functions-worker", "--no-stream-storage",
-            heap=_HEAP, flags=flags, classes=STARTER,
+            heap=_HEAP, flags=flags, classes=starter(options),
         )  # fmt: skip
 
     def configure(self, ports: Ports, directory: Path) -> None:

@@ -20,6 +20,7 @@ from hotstandby.errors import MissingDependencyError
 
 if TYPE_CHECKING:
     from hotstandby.refcluster.ports import Ports
+    from hotstandby.refcluster.system import BrokerOptions
 
 __all__ = ["Binaries", "LiteBrokers", "find_binaries"]
 
@@ -67,7 +68,7 @@ class LiteBrokers:
     def port_names(self, component: str) -> tuple[str, ...]:
         return (component.replace("-", "_"),)
 
-    def prepare(self, directory: Path, progress: Callable[[str], None] | None) -> None:
+    def prepare(self, directory: Path, progress: Callable[[str], None] | None, options: BrokerOptions) -> None:
         find_binaries()  # raises, naming the package, when one is missing
 
     def broker_env(self) -> dict[str, str]:

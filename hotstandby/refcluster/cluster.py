@@ -74,6 +74,7 @@ class RefCluster:
         etcd_members: int = 1,
         listen: Mapping[str, int] | None = None,
         tuning: Tuning = "test",
+        versions: Mapping[str, str] | None = None,
     ) -> None:
         """``pulsar_partitions``: the partitions every topic the Pulsar brokers create gets (0:
         topics are not partitioned; pulsar-lite cannot do both, see docs/refcluster.md).
@@ -81,14 +82,16 @@ class RefCluster:
         wheels) or ``apache`` (the real systems, jars from Maven Central). ``etcd_members``: 1 or
         3 (``refcluster/etcd_members.py``). ``listen``: lite Kafka brokers that listen on another
         port while they advertise theirs (a test's relay forwards). ``tuning``: ``test`` or
-        ``production`` (the real systems' own intervals, :mod:`.apache_kafka`). A running cluster
-        keeps what it was started with."""
+        ``production`` (the real systems' own intervals, :mod:`.apache_kafka`). ``versions``: the
+        real systems' versions by kind (``{"kafka": "3.9.1"}``; else the shipped ones). A running
+        cluster keeps what it was started with."""
         self.dir = Path(directory) if directory else default_dir()
         self.requested_ports = ports or Ports()
         self.namespace = namespace
         self.requested_secure = secure
         self.requested_flavour = flavour(brokers)
-        self.options = BrokerOptions(pulsar_partitions=pulsar_partitions, listen=dict(listen or {}), tuning=tuning)
+        self.options = BrokerOptions(pulsar_partitions=pulsar_partitions, listen=dict(listen or {}), tuning=tuning,
+                                     versions=dict(versions or {}))  # fmt: skip
         for component in self.options.listen:
             if not self.requested_flavour.system_of(component).relayable:
                 raise RefClusterError(f"{component} cannot listen on another port than it advertises")
@@ -139,6 +142,13 @@ class RefCluster:
         """``test`` or ``production`` settings: the running cluster's, else the requested ones."""
         state = self.state()
         return cast(Tuning, state.get("tuning", "test")) if state else self.options.tuning
+
+    @property
+    def versions(self) -> dict[str, str]:
+        """The real systems' versions asked for (empty: the shipped ones): the running cluster's,
+        else the requested ones."""
+        state = self.state()
+        return dict(state.get("versions", {})) if state else dict(self.options.versions)
 
     @property
     def brokers(self) -> str:
@@ -230,7 +240,7 @@ class RefCluster:
 
     def _options(self) -> BrokerOptions:
         """The options to start a process with: a restart keeps the cluster's settings."""
-        return replace(self.options, tuning=self.tuning)
+        return replace(self.options, tuning=self.tuning, versions=self.versions)
 
     def _readiness(
         self, component: str, ports: Ports, started_at: float
@@ -309,7 +319,7 @@ class RefCluster:
         self._plans.clear()
         self.dir.mkdir(parents=True, exist_ok=True)
         for system in flavour.systems:
-            system.prepare(self.dir, notes)
+            system.prepare(self.dir, notes, self.options)
         relayed = {name.replace("-", "_") for name in self.options.listen}  # their ports are the relays'
         check_ports_free(ports, [*port_names(members), *set(flavour.port_names()) - relayed])
         brokers = (*member_names(members), *flavour.brokers[1:])
@@ -317,7 +327,7 @@ class RefCluster:
             shutil.rmtree(self.dir / f"{name}-data", ignore_errors=True)
         state: dict[str, Any] = {"version": 1, "started_at": utc_now_iso(), "namespace": self.namespace,
                                  "brokers": flavour.name, "ports": asdict(ports), "secure": self.requested_secure, "etcd_members": members,
-                                 "tuning": self.options.tuning,
+                                 "tuning": self.options.tuning, "versions": dict(self.options.versions),
                                  "components": {}}  # fmt: skip
         deadline = time.monotonic() + timeout
         try:

@@ -49,10 +49,18 @@ class JarSet:
     """The jars one shipped pom (``java/<name>-pom.xml``) resolves to."""
 
     name: str
+    requested: str = ""  # a version other than the shipped pom's (its ``<name.version>`` property)
 
     @property
     def pom(self) -> bytes:
-        return (JAVA_DIR / f"{self.name}-pom.xml").read_bytes()
+        pom = (JAVA_DIR / f"{self.name}-pom.xml").read_bytes()
+        if not self.requested:
+            return pom
+        version = self.requested.encode()
+        pom, count = re.subn(rb"(<%s\.version>)[^<]+(</)" % self.name.encode(), rb"\g<1>" + version + rb"\2", pom)
+        if count != 1:
+            raise RefClusterError(f"{self.name}-pom.xml has no <{self.name}.version> property to set")
+        return re.sub(rb"(<artifactId>apache-[\w-]+</artifactId>\s*<version>)[^<]+", rb"\g<1>" + version, pom, count=1)
 
     @property
     def version(self) -> str:

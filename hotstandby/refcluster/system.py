@@ -10,6 +10,7 @@ way; the systems of each flavour of the cluster are listed in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from hotstandby.errors import RefClusterError
 if TYPE_CHECKING:
     from hotstandby.refcluster.ports import Ports
 
-__all__ = ["HOST", "TUNINGS", "BrokerOptions", "FlowPlan", "RefSystem", "Tuning"]
+__all__ = ["HOST", "TUNINGS", "VERSIONED", "BrokerOptions", "FlowPlan", "RefSystem", "Tuning"]
 
 HOST = "127.0.0.1"
 
@@ -29,6 +30,9 @@ HOST = "127.0.0.1"
 #: the real systems list them); ``production``: the systems' own defaults where one node allows.
 Tuning = Literal["test", "production"]
 TUNINGS: tuple[Tuning, ...] = ("test", "production")
+#: The systems whose version the apache reference cluster takes (``refcluster up --kafka-version``).
+VERSIONED = ("kafka", "pulsar")
+_VERSION = re.compile(r"\d+\.\d+\.\d+")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,10 +44,15 @@ class BrokerOptions:
     # advertise: a test's fault relay listens there and forwards (the lite Kafka brokers only).
     listen: Mapping[str, int] = field(default_factory=dict)
     tuning: Tuning = "test"  # the real systems' settings (the look-alikes have one kind)
+    # The real systems' versions by kind ("kafka", "pulsar"); a kind left out: the shipped pom's.
+    versions: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.tuning not in TUNINGS:
             raise RefClusterError(f"unknown settings {self.tuning!r}: one of {', '.join(TUNINGS)}")
+        for kind, version in self.versions.items():
+            if kind not in VERSIONED or not _VERSION.fullmatch(version):
+                raise RefClusterError(f"not a version to run: {kind} {version!r} (kafka or pulsar, as 3.9.1)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,7 +90,7 @@ class RefSystem(Protocol):
         """How records are copied from ``source`` to ``target``."""
         ...
 
-    def prepare(self, directory: Path, progress: Callable[[str], None] | None) -> None:
+    def prepare(self, directory: Path, progress: Callable[[str], None] | None, options: BrokerOptions) -> None:
         """Before a start: make sure what the brokers run is at hand (binaries, jars)."""
         ...
 

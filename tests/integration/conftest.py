@@ -32,7 +32,10 @@ def refcluster(
         yield rc
         return
     tuning = request.config.getoption("--settings")
-    rc = RefCluster(tmp_path_factory.mktemp("refcluster"), Ports.free(), brokers=brokers, tuning=tuning)
+    asked = {kind: request.config.getoption(f"--{kind}-version") for kind in ("kafka", "pulsar")}
+    versions = {kind: version for kind, version in asked.items() if version}
+    rc = RefCluster(tmp_path_factory.mktemp("refcluster"), Ports.free(), brokers=brokers, tuning=tuning,
+                    versions=versions)  # fmt: skip
     try:
         rc.up()
         yield rc

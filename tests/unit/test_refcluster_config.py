@@ -92,3 +92,34 @@ def test_unknown_settings_are_refused(tmp_path) -> None:  # type: ignore[no-unty
 
     with pytest.raises(RefClusterError, match="unknown settings 'fast'"):
         RefCluster(tmp_path, brokers="apache", tuning="fast")  # type: ignore[arg-type]
+
+
+def test_a_version_asked_for_names_the_jars_and_the_argv(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``--kafka-version 3.9.1``: the pom resolved is the shipped one with that version, in a
+    folder of its own; the processes run those jars."""
+    from hotstandby.refcluster.apache_kafka import APACHE_KAFKA, jars
+    from hotstandby.refcluster.jars import JarSet
+    from hotstandby.refcluster.system import BrokerOptions
+
+    shipped, asked = JarSet("kafka"), JarSet("kafka", "3.9.1")
+    assert asked.version == "3.9.1" and shipped.version != "3.9.1"
+    assert b"<kafka.version>3.9.1</kafka.version>" in asked.pom
+    assert asked.directory() != shipped.directory()
+    options = BrokerOptions(versions={"kafka": "3.9.1"})
+    assert jars(options) == asked and jars(BrokerOptions()) == shipped
+    monkeypatch.setenv("HOTSTANDBY_JARS_DIR", str(tmp_path / "jars"))
+    resolved = asked.directory()
+    resolved.mkdir(parents=True)
+    (resolved / ".resolved").write_text("3.9.1\n")  # as Maven left it
+    a, b = (APACHE_KAFKA.cluster_spec(name, port) for name, port in (("kafka-a", 1), ("kafka-b", 2)))
+    flow = APACHE_KAFKA.flow(a, b, APACHE_KAFKA.link("kafka-a", "kafka-b"), etcd="", namespace="/hs",
+                             directory=tmp_path, options=options)  # fmt: skip
+    assert f"{resolved}/*" in flow.argv
+
+
+@pytest.mark.parametrize("versions", [{"kafka": "latest"}, {"zookeeper": "3.9.1"}, {"pulsar": "3.0"}])
+def test_unknown_versions_are_refused(tmp_path, versions: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    from hotstandby.errors import RefClusterError
+
+    with pytest.raises(RefClusterError, match="not a version to run"):
+        RefCluster(tmp_path, brokers="apache", versions=versions)
