@@ -17,6 +17,7 @@ from typing import Any
 from confluent_kafka import Consumer as RawConsumer
 
 from hotstandby.adapters.kafka.client_logs import with_logger
+from hotstandby.adapters.kafka.group_protocol import group_settings, incremental
 from hotstandby.adapters.kafka.late_copies import LateCopies
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.ack_tracker import AckTracker
@@ -55,13 +56,8 @@ class ConsumerState:
         self.follower = follower
         self.ledger_store = ledger_store
         self._raw_config = raw_config
-        # A group that assigns incrementally (cooperative-sticky, or KIP-848's protocol): its
-        # rebalance callbacks get the partitions added or taken only, and librdkafka refuses a
-        # whole assignment there.
-        self.incremental = (
-            "cooperative" in str(raw_config.get("partition.assignment.strategy", ""))
-            or str(raw_config.get("group.protocol", "")).lower() == "consumer"
-        )
+        # Per raw consumer (by id), whether its group assigns incrementally (group_protocol).
+        self._incremental: dict[int, bool] = {}
         self._clock = clock
         # Entered on every poll: the RLock itself (C); the gate's condition only to wait for a switch.
         self.lock = threading.RLock()
@@ -94,10 +90,25 @@ class ConsumerState:
         self.inner.set_sasl_credentials(username, password)
         self._raw_config.update({"sasl.username": username, "sasl.password": password})
 
-    def connect(self, spec: ClusterSpec) -> RawConsumer:
-        """A raw consumer of ``spec``: the cluster's client overrides, then the user's config."""
+    def connect(self, spec: ClusterSpec, *, joins: bool = True) -> RawConsumer:
+        """A raw consumer of ``spec``: the cluster's client overrides, then the user's config,
+        and the group protocol it ``joins`` with (:mod:`.group_protocol`)."""
         config = {"auto.offset.reset": "earliest", **spec.client_config("consumer"), **self._raw_config}
-        return RawConsumer(with_logger({**config, "bootstrap.servers": spec.url}))
+        if joins:
+            config.update(group_settings(spec, config))
+        raw = RawConsumer(with_logger({**config, "bootstrap.servers": spec.url}))
+        if joins:
+            if len(self._incremental) > 8:  # the consumers of clusters left long ago
+                self._incremental.pop(next(iter(self._incremental)))
+            self._incremental[id(raw)] = incremental(config)
+        return raw
+
+    @property
+    def incremental(self) -> bool:
+        """Whether the group of the raw consumer in use assigns incrementally: its rebalance
+        callbacks get the partitions added or taken only, and librdkafka refuses a whole
+        assignment there."""
+        return self._incremental.get(id(self.inner), False)
 
     def now_ms(self) -> int:
         """Wall-clock milliseconds, for acknowledgement times in the ledgers (their age GC)."""

@@ -80,7 +80,7 @@ class ConsumerSwitch:
         # handle waits for such an answer, and a hung old cluster would hold the application for
         # the query's timeout. Asked even without a drain timeout: copies only here are read
         # all the same.
-        probe = s.connect(plan.source)
+        probe = s.connect(plan.source, joins=False)
         try:
             ends = {
                 (tp.topic, tp.partition): probe.get_watermark_offsets(tp, timeout=_ASK_TIMEOUT_S)[1]

@@ -12,7 +12,7 @@ import struct
 
 from hotstandby.failover.probe import ProtocolError, request_frame
 
-__all__ = ["probe"]
+__all__ = ["api_keys", "probe"]
 
 _API_VERSIONS = 18
 _CLIENT_ID = b"hotstandby-probe"
@@ -21,6 +21,11 @@ _CLIENT_ID = b"hotstandby-probe"
 def probe(host: str, port: int, timeout: float, *, tls: ssl.SSLContext | None = None) -> str:
     """Raise OSError/ProtocolError unless the broker answers ApiVersions; returns a summary.
     With ``tls`` the request goes through a TLS handshake made with that context."""
+    return f"kafka protocol, {len(api_keys(host, port, timeout, tls=tls))} APIs"
+
+
+def api_keys(host: str, port: int, timeout: float, *, tls: ssl.SSLContext | None = None) -> set[int]:
+    """The API keys the broker serves (its ApiVersions answer); raises as :func:`probe`."""
     correlation_id = 0x4853  # "HS"
     body = struct.pack(">hhih", _API_VERSIONS, 0, correlation_id, len(_CLIENT_ID)) + _CLIENT_ID
     reply = request_frame(host, port, struct.pack(">i", len(body)) + body, timeout, tls=tls)
@@ -31,4 +36,6 @@ def probe(host: str, port: int, timeout: float, *, tls: ssl.SSLContext | None = 
         raise ProtocolError(f"correlation id {got_id} != {correlation_id}")
     if error_code != 0:
         raise ProtocolError(f"ApiVersions error code {error_code}")
-    return f"kafka protocol, {count} APIs"
+    if len(reply) < 10 + 6 * count:
+        raise ProtocolError(f"short ApiVersions response ({len(reply)} bytes for {count} APIs)")
+    return {struct.unpack_from(">h", reply, 10 + 6 * i)[0] for i in range(count)}
