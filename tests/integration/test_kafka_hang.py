@@ -126,6 +126,11 @@ def test_a_hang_without_a_flip_blocks_no_call_and_the_flip_delivers_the_rest(
             got.append(msg.value().decode())
         return len(got)
 
+    def consume_once() -> int:
+        """Records received so far, after one consume(10, 0.1)."""
+        got.extend(m.value().decode() for m in timed("consume", lambda: consumer.consume(10, 0.1)) if m.error() is None)
+        return len(got)
+
     try:
         consumer.subscribe([topic])
         for i in range(50):
@@ -150,8 +155,10 @@ def test_a_hang_without_a_flip_blocks_no_call_and_the_flip_delivers_the_rest(
             assert center.switch("orders", "kafka-b", reason="kafka-a hangs").active == "kafka-b"
         # The application polls through the switch: no poll waits for the hung cluster.
         longest.pop("poll")
-        wait_for(lambda: poll_once() >= 0 and consumer.cluster == "kafka-b", 60, "the consumer on kafka-b")
+        wait_for(lambda: poll_once() + consume_once() >= 0 and consumer.cluster == "kafka-b", 60,
+                 "the consumer on kafka-b")  # fmt: skip
         during = longest.pop("poll")
+        consume_during = longest.pop("consume")
         assert producer.flush(60) == 0, "the flip delivers what the hang held"
         wait_for(lambda: poll_once() >= 250, 90, "every record, after the flip")
     finally:
@@ -162,8 +169,9 @@ def test_a_hang_without_a_flip_blocks_no_call_and_the_flip_delivers_the_rest(
     assert all(err is None for _, err in reports) and len(reports) == 250, "each record delivered once"
     print(
         f"[measure] kafka-a hung, no flip: longest calls (s) { {k: round(v, 3) for k, v in longest.items()} }; "
-        f"poll(0.1) during the switch away from it: {during:.3f} s"
+        f"poll(0.1) and consume(10, 0.1) during the switch away from it: {during:.3f} s, {consume_during:.3f} s"
     )
     assert during < 0.1 + POLL_MARGIN_S, f"poll(0.1) took {during:.3f} s during the switch"
+    assert consume_during < 0.1 + POLL_MARGIN_S, f"consume(10, 0.1) took {consume_during:.3f} s during the switch"
     assert longest["produce"] < 1.0 and longest["poll"] < 1.0 and longest["poll (producer)"] < 1.0, longest
     assert longest["flush"] < 3.5, longest
