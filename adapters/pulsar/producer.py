@@ -273,7 +273,9 @@ class Producer:
             return True
         deadline = time.monotonic() + self._wait_s
         with self._lock:
-            while self._resending and self._outbox.own_pending >= self._limit:
+            # Not while a switch holds the sends: no acknowledgement makes room before it
+            # commits, which needs the _send_lock this caller holds.
+            while self._resending and not self._held_for_switch and self._outbox.own_pending >= self._limit:
                 left = deadline - time.monotonic()
                 if not self._block or left <= 0:
                     return False

@@ -130,22 +130,25 @@ def test_a_planned_switch_right_after_a_send_waits_for_the_copies_instead_of_sen
 def test_a_producer_sending_through_a_planned_switch_sends_no_twins(
     refcluster: RefCluster, client: Client, center: ConfigCenter, topic: str
 ) -> None:
-    """The application sends all along. Its messages wait while the switch prepares (the old
-    cluster acknowledges what it has, replication copies it), then go to pulsar-b: each
-    message is on pulsar-b once, and the switch takes far less than the drain timeout."""
-    producer = client.create_producer(topic)
+    """The application sends all along, more than its queue holds (``block_if_queue_full``).
+    Its messages wait while the switch prepares (the old cluster acknowledges what it has,
+    replication copies it), then go to pulsar-b: each message is on pulsar-b once, and the
+    switch takes far less than the drain timeout (a send waiting for room must not hold up
+    the switch, which makes that room)."""
+    producer = client.create_producer(topic, max_pending_messages=5, block_if_queue_full=True)
     sent: list[bytes] = []
+    results: list[pulsar.Result] = []
     stop = threading.Event()
 
     def send_all_along() -> None:
         while not stop.is_set() or len(sent) < 50:
             sent.append(f"m{len(sent)}".encode())
-            _send(producer, [sent[-1]])
+            producer.send_async(sent[-1], lambda result, _mid: results.append(result))
 
     sender = threading.Thread(target=send_all_along)
     sender.start()
     try:
-        wait_for(lambda: len(sent) >= 300, 60, "300 messages sent")
+        wait_for(lambda: len(results) >= 300, 60, "300 messages acknowledged")
         center.switch(ROUTE, "pulsar-b", reason="planned")
         wait_for(lambda: client.spec.name == "pulsar-b", 30, "the client to move to pulsar-b")
         moved_at = len(sent)
@@ -153,8 +156,10 @@ def test_a_producer_sending_through_a_planned_switch_sends_no_twins(
     finally:
         stop.set()
         sender.join(60)
+    producer.flush()
     resent, duration = producer.resent, client.follower.switcher.history[-1].duration_s
     producer.close()
+    assert len(results) == len(sent) and set(results) == {pulsar.Result.Ok}, "every send acknowledged"
     wait_for(lambda: set(sent) <= set(_values_on(refcluster, "pulsar-b", topic)), 60, "every message on pulsar-b")
     on_b = _values_on(refcluster, "pulsar-b", topic)
     assert len(on_b) == len(set(on_b)), f"{len(on_b) - len(set(on_b))} messages on pulsar-b twice; {resent} re-sent"
