@@ -56,6 +56,7 @@ _FULL = pulsar.Result.ProducerQueueIsFull
 _CLOSED = pulsar.Result.AlreadyClosed
 _PUMP_WAIT_S = 0.5  # the re-send's wait for room: acknowledgements wake it, this bounds each wait
 _POSITIONS_BUDGET_S = 1.0  # a switch's look for replication's position, at most (for all partitions)
+_REPLICATION_STALLED_S = 1.5  # a planned switch stops waiting for copies that long without progress
 
 
 class Producer:
@@ -416,16 +417,25 @@ class Producer:
 
         drain_s = self._client.options.drain_timeout_ms / 1000
         found: dict[tuple[str, int], ReplicatedTo] = {}
+        progress = [time.monotonic()]  # when replication was last seen to move on
 
         def look() -> bool:
             """Whether to stop looking: replication copied every window record sent to the
-            source only, or the new cluster proves nothing at all (pulsar-lite)."""
+            source only, or the new cluster proves nothing at all (pulsar-lite), or replication
+            has not moved on for a while (stuck: waiting longer spares nothing)."""
+            before = dict(found)
             found.update(copied_through(client, self._topic, self._partition_names, source,
                                         budget_s=min(_POSITIONS_BUDGET_S, drain_s),
                                         only_other=len(self._client.follower.route.clusters) == 2,
                                         ours=own_copies(self._session, sent_only_there)))  # fmt: skip
+            if found != before:
+                progress[0] = time.monotonic()
             skew = self._client.options.timestamp_skew_ms
-            return not found or all(replicated(stored, source, found, skew) for stored in sent_only_there().values())
+            return (
+                not found
+                or time.monotonic() - progress[0] > _REPLICATION_STALLED_S
+                or all(replicated(stored, source, found, skew) for stored in sent_only_there().values())
+            )
 
         # A source that answered the drain still replicates what it acknowledged last: waiting
         # (within the drain timeout) for those copies spares re-sent twins, which consumers of
