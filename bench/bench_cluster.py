@@ -30,13 +30,13 @@ def reference_cluster(brokers: str, directory: str | None, tuning: Tuning = "tes
             raise SystemExit(f"no reference cluster is up in {directory}")
         yield rc
         return
-    with _terminated_as_exit(), tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, \
+    with terminated_as_exit(), tempfile.TemporaryDirectory(prefix="hs-bench-") as tmp, \
             RefCluster(tmp, Ports.free(), brokers=brokers, tuning=tuning) as rc:  # fmt: skip
         yield rc
 
 
 @contextlib.contextmanager
-def _terminated_as_exit() -> Iterator[None]:
+def terminated_as_exit() -> Iterator[None]:
     """SIGTERM ends the benchmark as Ctrl-C does: through the cluster's ``down``, not around it."""
 
     def exit_now(signum: int, _frame: FrameType | None) -> None:

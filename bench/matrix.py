@@ -20,6 +20,8 @@ import sys
 import tempfile
 from typing import Any, cast
 
+from bench_cluster import terminated_as_exit
+
 from hotstandby.drill import DrillOptions
 from hotstandby.drill import kafka as kafka_drill
 from hotstandby.drill import pulsar as pulsar_drill
@@ -43,11 +45,12 @@ def _combination(kafka: str, pulsar: str, tuning: Tuning, messages: int) -> dict
                           timeout_s=600, settle_s=10)  # fmt: skip
     row: dict[str, Any] = {"kafka": kafka, "pulsar": pulsar, "settings": tuning}
     with (
+        terminated_as_exit(),
         tempfile.TemporaryDirectory(prefix="hs-matrix-") as tmp,
         RefCluster(
             tmp, Ports.free(), brokers="apache", tuning=tuning, versions={"kafka": kafka, "pulsar": pulsar}
         ) as rc,
-    ):  # type: ignore[arg-type]
+    ):
         for name, run in (("kafka drill", lambda: kafka_drill.run(rc, drill)),
                           ("pulsar drill", lambda: pulsar_drill.run(rc, drill)),
                           ("kafka versus", lambda: run_drill(rc, versus, KafkaVersus(new_run_id(), raw=False))),

@@ -12,7 +12,7 @@ import struct
 
 from hotstandby.failover.probe import ProtocolError, request_frame
 
-__all__ = ["api_keys", "probe"]
+__all__ = ["api_keys", "finalized_features", "probe"]
 
 _API_VERSIONS = 18
 _CLIENT_ID = b"hotstandby-probe"
@@ -39,3 +39,72 @@ def api_keys(host: str, port: int, timeout: float, *, tls: ssl.SSLContext | None
     if len(reply) < 10 + 6 * count:
         raise ProtocolError(f"short ApiVersions response ({len(reply)} bytes for {count} APIs)")
     return {struct.unpack_from(">h", reply, 10 + 6 * i)[0] for i in range(count)}
+
+
+def finalized_features(host: str, port: int, timeout: float, *, tls: ssl.SSLContext | None = None) -> dict[str, int]:
+    """The cluster's finalized feature levels (``group.version``, ...) from an ApiVersions v3
+    answer (KIP-584; brokers before 2.7 answer v3 with none). Raises as :func:`probe`."""
+    correlation_id = 0x4854
+    software = _CLIENT_ID
+    # Header v2: api key, version, correlation id, client id (nullable string), no tags; body:
+    # client software name and version (compact strings), no tags.
+    header = struct.pack(">hhih", _API_VERSIONS, 3, correlation_id, len(_CLIENT_ID)) + _CLIENT_ID + b"\x00"
+    body = bytes([len(software) + 1]) + software + bytes([len(b"1") + 1]) + b"1" + b"\x00"
+    reply = request_frame(host, port, struct.pack(">i", len(header) + len(body)) + header + body, timeout, tls=tls)
+    r = _Flexible(reply)
+    if r.fixed(">i") != correlation_id:  # ApiVersions answers with header v0 whatever the version
+        raise ProtocolError("ApiVersions v3: wrong correlation id")
+    error_code = r.fixed(">h")
+    if error_code != 0:
+        raise ProtocolError(f"ApiVersions v3 error code {error_code}")
+    for _ in range(r.uvarint() - 1):  # api keys: key, min, max, tags
+        r.fixed(">h"), r.fixed(">h"), r.fixed(">h")
+        r.skip_tags()
+    r.fixed(">i")  # throttle time
+    features: dict[str, int] = {}
+    for _ in range(r.uvarint()):  # tagged fields
+        tag, size = r.uvarint(), r.uvarint()
+        end = r.at + size
+        if tag == 2:  # FinalizedFeatures: name, max version level, min version level, tags
+            for _ in range(r.uvarint() - 1):
+                name = r.compact_string()
+                features[name] = r.fixed(">h")
+                r.fixed(">h")
+                r.skip_tags()
+        r.at = end
+    return features
+
+
+class _Flexible:
+    """Reads a flexible-version response: fixed-size fields, unsigned varints, compact strings."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def fixed(self, fmt: str) -> int:
+        (value,) = struct.unpack_from(fmt, self.data, self.at)
+        self.at += struct.calcsize(fmt)
+        return int(value)
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            if self.at >= len(self.data):
+                raise ProtocolError("ApiVersions v3: truncated")
+            byte = self.data[self.at]
+            self.at += 1
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+
+    def compact_string(self) -> str:
+        size = self.uvarint() - 1
+        value = self.data[self.at : self.at + size].decode()
+        self.at += size
+        return value
+
+    def skip_tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.at += self.uvarint()

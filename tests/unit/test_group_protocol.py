@@ -14,23 +14,42 @@ from tests.unit.test_probe_codec import serve_once
 KIP_848 = {"group.protocol": "consumer", "group.remote.assignor": "range"}
 
 
-def broker_serving(*keys: int) -> ClusterSpec:
+def _uvarint(n: int) -> bytes:
+    out = b""
+    while n >= 0x80:
+        out += bytes([n & 0x7F | 0x80])
+        n >>= 7
+    return out + bytes([n])
+
+
+def broker_with(features: dict[str, int]) -> ClusterSpec:
+    """A broker answering ApiVersions v3 with two APIs and ``features`` finalized."""
+
     def reply(body: bytes) -> bytes:
-        corr = struct.unpack(">i", body[4:8])[0]
-        payload = struct.pack(">ihi", corr, 0, len(keys)) + b"".join(struct.pack(">hhh", k, 0, 1) for k in keys)
+        api_key, version, corr = struct.unpack(">hhi", body[:8])
+        assert (api_key, version) == (18, 3)
+        apis = _uvarint(3) + b"".join(struct.pack(">hhh", k, 0, 3) + b"\x00" for k in (18, 68))
+        finalized = _uvarint(len(features) + 1) + b"".join(
+            _uvarint(len(name) + 1) + name.encode() + struct.pack(">hh", level, level) + b"\x00"
+            for name, level in features.items()
+        )
+        tags = _uvarint(1) + _uvarint(2) + _uvarint(len(finalized)) + finalized
+        payload = struct.pack(">ih", corr, 0) + apis + struct.pack(">i", 0) + tags
         return struct.pack(">i", len(payload)) + payload
 
     port, _, _ = serve_once(reply)
     return ClusterSpec(name="kafka-a", kind="kafka", url=f"127.0.0.1:{port}")
 
 
-def test_a_broker_serving_consumer_group_heartbeats_gets_kip_848_with_the_range_assignor() -> None:
-    assert group_settings(broker_serving(0, 1, 18, 68, 69), {"group.id": "g"}) == KIP_848
+def test_a_cluster_with_group_version_1_gets_kip_848_with_the_range_assignor() -> None:
+    features = {"group.version": 1, "kraft.version": 1, "metadata.version": 30}
+    assert group_settings(broker_with(features), {"group.id": "g"}) == KIP_848
     assert incremental({"group.id": "g", **KIP_848})
 
 
-def test_a_broker_without_it_gets_the_classic_protocol() -> None:
-    assert group_settings(broker_serving(0, 1, 11, 14, 18), {"group.id": "g"}) == {}
+def test_a_cluster_without_it_gets_the_classic_protocol_though_it_lists_the_api() -> None:
+    """Kafka 3.9 lists ConsumerGroupHeartbeat (68) but finalizes no group.version."""
+    assert group_settings(broker_with({"kraft.version": 1, "metadata.version": 21}), {"group.id": "g"}) == {}
 
 
 @pytest.mark.parametrize(
