@@ -58,7 +58,6 @@ class Assignments:
         self._unassigned_since: float | None = None  # subscribed, no partitions assigned yet
         self._starts: StartPositions | None = None  # after a switch: where each partition starts
         self._started: set[Slot] = set()
-        self._links: dict[tuple[str, str], Link] = {}  # the replication links of the subscription
         self.holding_since: float | None = time.monotonic()
         self._in_callback = False  # in the application's on_assign
         self._requested: PhysicalAssignment | None = None  # what it assigned there
@@ -83,7 +82,6 @@ class Assignments:
         s = self._s
         s.logical = physical_topics(s.topics, copy_prefixes(s.follower.route.clusters, s.spec.name, links))
         s.late_copies.forget()
-        self._links = links
         self._unassigned_since = time.monotonic()
         s.inner.subscribe(sorted(s.logical), on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._lost)
 
@@ -253,19 +251,22 @@ class Assignments:
             self._resume_claimed()
         appeared = self._s.late_copies.appeared(self._s.spec) if self._s.topics else None
         if appeared:
-            self._subscribe_again(appeared)
+            self._learn_copies(appeared)
 
-    def _subscribe_again(self, copies: set[str]) -> None:
-        """Missing copies are there now: librdkafka learns of them (its cache keeps a topic it
-        found missing), then the group assigns them at the rejoin a new subscription makes."""
+    def _learn_copies(self, copies: set[str]) -> None:
+        """Missing copies are there now. librdkafka's cache keeps a subscribed topic it found
+        missing until its periodic refresh; a metadata request for every topic updates it, and
+        the group then rejoins with the copies, as at that refresh. Not ``subscribe`` again:
+        confluent-kafka holds the GIL while librdkafka's group thread takes the new
+        subscription, which stalled an application's other threads (its event loop) for
+        100-250 ms on a busy machine."""
         s = self._s
         log.info("consumer.copy_appeared", cluster=s.spec.name, topics=sorted(copies))
-        for topic in sorted(copies):
-            try:
-                s.inner.list_topics(topic, timeout=_LEARN_TIMEOUT_S)
-            except KafkaException as exc:  # the rejoin below asks again
-                log.info("consumer.copy_metadata_failed", topic=topic, error=str(exc))
-        self.resubscribe(self._links)
+        try:
+            s.inner.list_topics(timeout=_LEARN_TIMEOUT_S)
+        except KafkaException as exc:  # asked again later
+            log.info("consumer.copy_metadata_failed", cluster=s.spec.name, error=str(exc))
+            s.late_copies.missing(copies)
 
     def _check_peers(self) -> None:
         """While holding: release once no other member is behind (or the drain timeout passed),

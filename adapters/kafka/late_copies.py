@@ -10,8 +10,9 @@ only in the copy, and would wait that long.
 
 So while a subscribed copy is missing, the consumer asks the cluster about it, at growing
 intervals, through the process's admin client (a request waiting on the consumer's own handle
-would hold its fetches), and subscribes again once it is there: the group then assigns it, as
-librdkafka's own refresh would have. Nothing is asked while every copy exists.
+would hold its fetches), and once it is there has its handle refresh the metadata of every
+topic: the group then assigns the copy, as at librdkafka's own refresh. Nothing is asked while
+every copy exists.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ class LateCopies:
         self._missing |= new
 
     def appeared(self, spec: ClusterSpec) -> set[str]:
-        """The missing copies that exist now on ``spec`` (the caller subscribes again). Never
+        """The missing copies that exist now on ``spec`` (the caller has librdkafka learn of
+        them). Never
         waits: asks, and reads the answer at a later call."""
         if not self._missing:
             return set()
