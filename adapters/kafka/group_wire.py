@@ -49,6 +49,38 @@ class Reader:
         self._at += size
         return value
 
+    # Flexible versions (KIP-482): unsigned varints, compact strings, tagged fields.
+
+    @property
+    def at(self) -> int:
+        return self._at
+
+    def skip_to(self, at: int) -> None:
+        self._at = at
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            if self._at >= len(self._data):
+                raise ProtocolError("truncated response")
+            byte = self._data[self._at]
+            self._at += 1
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+
+    def compact_string(self) -> str:
+        size = self.uvarint() - 1
+        value = self._data[self._at : self._at + size].decode()
+        self._at += size
+        return value
+
+    def skip_tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self._at += self.uvarint()
+
 
 class CoordinatorMoving(ProtocolError):
     """The group's coordinator is loading or elsewhere (a restarted broker): ask again."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ssl
 import struct
 
+from hotstandby.adapters.kafka.group_wire import Reader
 from hotstandby.failover.probe import ProtocolError, request_frame
 
 __all__ = ["api_keys", "finalized_features", "probe"]
@@ -51,16 +52,16 @@ def finalized_features(host: str, port: int, timeout: float, *, tls: ssl.SSLCont
     header = struct.pack(">hhih", _API_VERSIONS, 3, correlation_id, len(_CLIENT_ID)) + _CLIENT_ID + b"\x00"
     body = bytes([len(software) + 1]) + software + bytes([len(b"1") + 1]) + b"1" + b"\x00"
     reply = request_frame(host, port, struct.pack(">i", len(header) + len(body)) + header + body, timeout, tls=tls)
-    r = _Flexible(reply)
-    if r.fixed(">i") != correlation_id:  # ApiVersions answers with header v0 whatever the version
+    r = Reader(reply)
+    if r.take(">i") != correlation_id:  # ApiVersions answers with header v0 whatever the version
         raise ProtocolError("ApiVersions v3: wrong correlation id")
-    error_code = r.fixed(">h")
+    error_code = r.take(">h")
     if error_code != 0:
         raise ProtocolError(f"ApiVersions v3 error code {error_code}")
     for _ in range(r.uvarint() - 1):  # api keys: key, min, max, tags
-        r.fixed(">h"), r.fixed(">h"), r.fixed(">h")
+        r.take(">h"), r.take(">h"), r.take(">h")
         r.skip_tags()
-    r.fixed(">i")  # throttle time
+    r.take(">i")  # throttle time
     features: dict[str, int] = {}
     for _ in range(r.uvarint()):  # tagged fields
         tag, size = r.uvarint(), r.uvarint()
@@ -68,43 +69,8 @@ def finalized_features(host: str, port: int, timeout: float, *, tls: ssl.SSLCont
         if tag == 2:  # FinalizedFeatures: name, max version level, min version level, tags
             for _ in range(r.uvarint() - 1):
                 name = r.compact_string()
-                features[name] = r.fixed(">h")
-                r.fixed(">h")
+                features[name] = r.take(">h")
+                r.take(">h")
                 r.skip_tags()
-        r.at = end
+        r.skip_to(end)
     return features
-
-
-class _Flexible:
-    """Reads a flexible-version response: fixed-size fields, unsigned varints, compact strings."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data, self.at = data, 0
-
-    def fixed(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self.data, self.at)
-        self.at += struct.calcsize(fmt)
-        return int(value)
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            if self.at >= len(self.data):
-                raise ProtocolError("ApiVersions v3: truncated")
-            byte = self.data[self.at]
-            self.at += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-
-    def compact_string(self) -> str:
-        size = self.uvarint() - 1
-        value = self.data[self.at : self.at + size].decode()
-        self.at += size
-        return value
-
-    def skip_tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.at += self.uvarint()
