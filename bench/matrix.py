@@ -35,8 +35,14 @@ from hotstandby.refcluster.system import Tuning
 
 
 def _cell(report: DrillReport) -> dict[str, Any]:
-    return {"lost": report.lost, "duplicated": report.duplicated, "produced": report.produced,
-            "lost_sample": report.lost_sample[:5]}  # fmt: skip
+    return {
+        "lost": report.lost,
+        "duplicated": report.duplicated,
+        "produced": report.produced,
+        "lost_sample": report.lost_sample[:5],
+        # per flip, so that a duplicate is told by the flip that made it
+        "duplicated_per_flip": [s.duplicated for s in report.switches],
+    }
 
 
 def _combination(kafka: str, pulsar: str, tuning: Tuning, messages: int) -> dict[str, Any]:
@@ -60,12 +66,20 @@ def _combination(kafka: str, pulsar: str, tuning: Tuning, messages: int) -> dict
     return row
 
 
+def _lost_dup(cell: dict[str, Any]) -> str:
+    """``lost / duplicated``, and the duplicates per flip when there are any."""
+    text = f"{cell['lost']} / {cell['duplicated']}"
+    if cell["duplicated"]:
+        text += " (per flip " + " / ".join(str(n) for n in cell["duplicated_per_flip"]) + ")"
+    return text
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
     parts = ("kafka drill", "pulsar drill", "kafka versus", "pulsar versus")
     lines = ["| Kafka | Pulsar | " + " | ".join(f"{p} (lost / dup)" for p in parts) + " |",
              "|---|---|" + "--:|" * len(parts)]  # fmt: skip
     for row in rows:
-        cells = " | ".join(f"{row[p]['lost']} / {row[p]['duplicated']}" for p in parts)
+        cells = " | ".join(_lost_dup(row[p]) for p in parts)
         lines.append(f"| {row['kafka']} | {row['pulsar']} | {cells} |")
     return "\n".join(lines)
 
