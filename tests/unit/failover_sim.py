@@ -255,6 +255,10 @@ class Simulation:
                 self.consume(i, 1000)
                 while self.apps[i].held:
                     self.commit(i, len(self.apps[i].held) - 1)
+                # As between the steps: the other members learn the stored ledgers before they
+                # read on (a record of a cluster left, committed by a member that no longer
+                # owns its partition, is known to the owner once its ledger follower merged it).
+                self.await_followers()
             moved = copied or len(self.delivered) > before or len(self.producer) > 0
             quiet = 0 if moved else quiet + 1
         lost = self.reported - self.delivered
