@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hotstandby.adapters.kafka.replicator.config import Endpoint, FlowConfig, Intervals
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.refcluster.binaries import LiteBrokers, find_binaries
 from hotstandby.refcluster.ports import Ports
 from hotstandby.refcluster.replicators import REFCLUSTER_INTERVALS, lite_flow, replicator_name
+from hotstandby.refcluster.replicators.kafka.config import Endpoint, FlowConfig, Intervals
 from hotstandby.refcluster.system import HOST, BrokerOptions, FlowPlan
 
 __all__ = ["KAFKA", "KAFKA_OVERRIDES", "KafkaSystem"]
@@ -85,7 +85,7 @@ class KafkaSystem(LiteBrokers):
             ).to_json()
 
         name = replicator_name(source.name, target.name)
-        return lite_flow(directory, name, "hotstandby.adapters.kafka.replicator", config)
+        return lite_flow(directory, name, "hotstandby.refcluster.replicators.kafka", config)
 
 
 KAFKA = KafkaSystem()

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hotstandby.adapters.pulsar.replicator.config import PulsarFlowConfig
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.refcluster.binaries import LiteBrokers, find_binaries
 from hotstandby.refcluster.ports import Ports
 from hotstandby.refcluster.replicators import REFCLUSTER_INTERVALS, lite_flow, replicator_name
+from hotstandby.refcluster.replicators.pulsar.config import PulsarFlowConfig
 from hotstandby.refcluster.system import HOST, BrokerOptions, FlowPlan
 
 __all__ = ["PULSAR", "PULSAR_LITE_TOML", "PulsarSystem"]
@@ -68,7 +68,7 @@ class PulsarSystem(LiteBrokers):
             ).to_json()
 
         name = replicator_name(source.name, target.name)
-        return lite_flow(directory, name, "hotstandby.adapters.pulsar.replicator", config)
+        return lite_flow(directory, name, "hotstandby.refcluster.replicators.pulsar", config)
 
 
 PULSAR = PulsarSystem()

@@ -161,8 +161,8 @@ def test_replicator_killed_mid_stream_loses_nothing(refcluster: RefCluster) -> N
 
 def test_identity_policy_keeps_names_and_marks_copies_so_they_do_not_loop(refcluster: RefCluster) -> None:
     """Two identity flows (run here, with separator '_' so their internal topics are their own)."""
-    from hotstandby.adapters.kafka.replicator.config import Endpoint, FlowConfig, Intervals
-    from hotstandby.adapters.kafka.replicator.flow import MARKER_HEADER, KafkaFlow
+    from hotstandby.refcluster.replicators.kafka.config import Endpoint, FlowConfig, Intervals
+    from hotstandby.refcluster.replicators.kafka.flow import MARKER_HEADER, KafkaFlow
 
     prefix = f"idt{uuid.uuid4().hex[:6]}"
     topic = f"{prefix}-orders"

@@ -11,9 +11,9 @@ from dataclasses import replace
 import pulsar
 import pytest
 
-from hotstandby.adapters.pulsar.replicator.flow import BATCH_INDEX, MARKER, REPL_SOURCE_POSITION
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
+from hotstandby.refcluster.replicators.pulsar.flow import BATCH_INDEX, MARKER, REPL_SOURCE_POSITION
 from tests.support import wait_for
 
 A_TO_B, B_TO_A = "mirror-pulsar-a-to-pulsar-b", "mirror-pulsar-b-to-pulsar-a"

@@ -2,8 +2,7 @@
 -> the base (errors, settings, logs, and the seam: the adapter interface and its registry).
 
 Read from the source, every import counts, also one inside a function; only imports for type
-checkers (``if TYPE_CHECKING:``) are left out. The reference replicators sit in
-``adapters/<kind>/replicator/`` but are parts of the reference cluster, a tool.
+checkers (``if TYPE_CHECKING:``) are left out. No module is exempt.
 """
 
 from __future__ import annotations
@@ -45,7 +44,7 @@ def layer(module: str) -> int | None:
     if parts[0] != "hotstandby" or len(parts) == 1:
         return None
     if parts[1] == "adapters":
-        return TOOL if "replicator" in parts else ADAPTER
+        return ADAPTER
     if parts[1] == "spark_integration":
         return ADAPTER
     return {

@@ -6,9 +6,9 @@ import json
 import pulsar
 import pytest
 
-from hotstandby.adapters.pulsar.replicator.config import PulsarFlowConfig
-from hotstandby.adapters.pulsar.replicator.flow import PARTITION, _route_by_property, base_topic, parse_progress
 from hotstandby.errors import ValidationError
+from hotstandby.refcluster.replicators.pulsar.config import PulsarFlowConfig
+from hotstandby.refcluster.replicators.pulsar.flow import PARTITION, _route_by_property, base_topic, parse_progress
 
 
 def test_partition_topics_map_to_their_partitioned_topic() -> None:

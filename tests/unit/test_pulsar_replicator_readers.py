@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pulsar
 
-from hotstandby.adapters.pulsar.replicator.readers import SourceReaders
+from hotstandby.refcluster.replicators.pulsar.readers import SourceReaders
 
 
 class FakeReader:

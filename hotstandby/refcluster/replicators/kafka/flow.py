@@ -32,19 +32,19 @@ from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka.mm2.codec import OffsetSync
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncEmitter
-from hotstandby.adapters.kafka.replicator.config import FlowConfig
-from hotstandby.adapters.kafka.replicator.every import Every
-from hotstandby.adapters.kafka.replicator.kafka_io import (
+from hotstandby.logs import get_logger
+from hotstandby.refcluster.flow_status import FlowStatus
+from hotstandby.refcluster.replicators.kafka.config import FlowConfig
+from hotstandby.refcluster.replicators.kafka.every import Every
+from hotstandby.refcluster.replicators.kafka.kafka_io import (
     ReplicationError,
     close_consumer,
     coordinates,
     ensure_topics,
     flush,
 )
-from hotstandby.adapters.kafka.replicator.mm2_tasks import CheckpointTask, HeartbeatTask
-from hotstandby.adapters.kafka.replicator.progress_log import TP, ProgressLog
-from hotstandby.logs import get_logger
-from hotstandby.refcluster.flow_status import FlowStatus
+from hotstandby.refcluster.replicators.kafka.mm2_tasks import CheckpointTask, HeartbeatTask
+from hotstandby.refcluster.replicators.kafka.progress_log import TP, ProgressLog
 
 __all__ = ["MARKER_HEADER", "KafkaFlow"]
 

@@ -29,11 +29,11 @@ from hotstandby.adapters.kafka.mm2.checkpoints import CheckpointTracker
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, Heartbeat, OffsetSync
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncStore
 from hotstandby.adapters.kafka.read_partition import read_to_end
-from hotstandby.adapters.kafka.replicator.config import FlowConfig
-from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, close_consumer, coordinates, flush
 from hotstandby.errors import FormatError
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.flow_status import FlowStatus
+from hotstandby.refcluster.replicators.kafka.config import FlowConfig
+from hotstandby.refcluster.replicators.kafka.kafka_io import ReplicationError, close_consumer, coordinates, flush
 
 __all__ = ["CheckpointTask", "HeartbeatTask"]
 

@@ -10,8 +10,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from hotstandby.adapters.kafka.mm2.progress import decode_progress, encode_progress
 from hotstandby.adapters.kafka.read_partition import read_to_end
-from hotstandby.adapters.kafka.replicator.config import FlowConfig
-from hotstandby.adapters.kafka.replicator.kafka_io import ReplicationError, close_consumer, flush
+from hotstandby.refcluster.replicators.kafka.config import FlowConfig
+from hotstandby.refcluster.replicators.kafka.kafka_io import ReplicationError, close_consumer, flush
 
 __all__ = ["TP", "ProgressLog"]
 

@@ -40,14 +40,14 @@ from urllib.parse import quote
 import pulsar
 
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM
-from hotstandby.adapters.pulsar.replicator.config import PulsarFlowConfig
-from hotstandby.adapters.pulsar.replicator.readers import SourceReaders
 from hotstandby.configcenter import ConfigCenter, KVStore
 from hotstandby.configcenter.doc_parsing import load_object
 from hotstandby.configcenter.etcd import EtcdStore
 from hotstandby.errors import HotStandbyError, ValidationError
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.flow_status import FlowStatus
+from hotstandby.refcluster.replicators.pulsar.config import PulsarFlowConfig
+from hotstandby.refcluster.replicators.pulsar.readers import SourceReaders
 from hotstandby.settings import Settings
 
 __all__ = ["BATCH_INDEX", "CHUNK_ABOVE", "MARKER", "PARTITION", "REPL_SOURCE_POSITION", "PulsarFlow", "base_topic"]

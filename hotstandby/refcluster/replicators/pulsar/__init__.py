@@ -2,5 +2,5 @@
 
 Copies keep payload, key, properties, event time and partition, and get the property
 ``__MSG_PROP_REPL_SOURCE_POSITION = "<ledgerId>:<entryId>"`` that Pulsar >= 3.0.11
-geo-replication adds. Run it with ``python -m hotstandby.adapters.pulsar.replicator --config FLOW.json``.
+geo-replication adds. Run it with ``python -m hotstandby.refcluster.replicators.pulsar --config FLOW.json``.
 """
