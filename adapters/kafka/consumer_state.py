@@ -20,9 +20,9 @@ from hotstandby.adapters.kafka.client_logs import with_logger
 from hotstandby.adapters.kafka.group_protocol import group_settings, incremental
 from hotstandby.adapters.kafka.late_copies import LateCopies
 from hotstandby.configcenter.documents import ClusterSpec
-from hotstandby.failover.ack_tracker import AckTracker
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteFollower
+from hotstandby.failover.ledger.ack_tracker import AckTracker
 from hotstandby.failover.ledger.ownership import Ledgers
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.failover.switch_gate import SwitchGate

@@ -4,7 +4,7 @@ that follows a route through the failover core.
 As the Kafka facade, with manual commits (``enable.auto.commit`` must be false):
 
 * :meth:`poll` hands out a record unless its identity is in the group's ledger or in flight
-  (:class:`~hotstandby.failover.ack_tracker.AckTracker`); partitions are read only once their
+  (:class:`~hotstandby.failover.ledger.ack_tracker.AckTracker`); partitions are read only once their
   ledger is claimed (fenced by generation, in the config center).
 * :meth:`commit` covers what confluent-kafka's would (``message`` and the records of its
   partition before it, ``offsets``, or the stored offsets), stores the ledger first and
@@ -32,9 +32,9 @@ from hotstandby.adapters.memory.cluster import BrokerUnavailable, CommitRefused,
 from hotstandby.adapters.memory.message import Message, identity_of
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterUnavailable, ConfigError
-from hotstandby.failover.ack_tracker import AckTracker, LedgerKey
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ack_tracker import AckTracker, LedgerKey
 from hotstandby.failover.ledger.follower import LedgerFollower
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.ownership import Ledgers

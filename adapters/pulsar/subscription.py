@@ -19,7 +19,7 @@ import pulsar
 from hotstandby.adapters.pulsar.topics import TopicSelection
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterError
-from hotstandby.failover.ack_tracker import AckTracker, Slot
+from hotstandby.failover.ledger.ack_tracker import AckTracker, Slot
 from hotstandby.failover.ledger.follower import LedgerFollower
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore

@@ -1,5 +1,5 @@
 """What a consumer handed out on a cluster it has left and that was not acknowledged there: the
-:class:`~hotstandby.failover.ack_tracker.AckTracker`'s record of it, kept from one switch to the
+:class:`~hotstandby.failover.ledger.ack_tracker.AckTracker`'s record of it, kept from one switch to the
 next for acknowledgements that come late (a Kafka commit of a message the application got
 before the switch)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 
-from hotstandby.failover.delivered import Delivered, holds
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.delivered import Delivered, holds
 
 __all__ = ["LeftBehind"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hotstandby.failover.ack_tracker import AckTracker
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ack_tracker import AckTracker
 
 S = bytes(16)
 LOCAL, COPY, OTHER = ("orders", 0), ("kafka-b.orders", 0), ("kafka-b.orders", 1)

@@ -3,8 +3,8 @@ offsets), acknowledged through (committed), and the last one handed out."""
 
 from __future__ import annotations
 
-from hotstandby.failover.ack_tracker import AckTracker
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ack_tracker import AckTracker
 
 S = bytes(16)
 SLOT = ("orders", 0)

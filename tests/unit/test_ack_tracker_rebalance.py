@@ -3,8 +3,8 @@ handed out before the partition was revoked (and assigned again) stay acknowledg
 
 from __future__ import annotations
 
-from hotstandby.failover.ack_tracker import AckTracker
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ack_tracker import AckTracker
 
 S = bytes(16)
 SLOT = ("orders", 0)

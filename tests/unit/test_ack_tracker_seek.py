@@ -3,8 +3,8 @@ out again; acknowledged ones are not; nothing from there on counts as processed.
 
 from __future__ import annotations
 
-from hotstandby.failover.ack_tracker import AckTracker
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ack_tracker import AckTracker
 
 S = bytes(16)
 SLOT = ("orders", 0)

@@ -6,8 +6,8 @@ import time
 
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.errors import ConfigCenterUnavailable
-from hotstandby.failover.ack_tracker import AckTracker
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ack_tracker import AckTracker
 from hotstandby.failover.ledger.ownership import Ledgers
 from hotstandby.failover.ledger.store import LedgerStore
 from tests.support import GatedStore

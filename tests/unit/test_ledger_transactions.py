@@ -7,8 +7,8 @@ import time
 from collections import Counter
 
 from hotstandby.configcenter import ConfigCenter
-from hotstandby.failover.ack_tracker import AckTracker
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ack_tracker import AckTracker
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.ownership import Ledgers
 from hotstandby.failover.ledger.store import LedgerStore

@@ -10,8 +10,8 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, TopicPartition
 
 from hotstandby.adapters.kafka.consumer_state import ConsumerState
 from hotstandby.adapters.kafka.named_partitions import named_slot, physical_assignment
-from hotstandby.failover.ack_tracker import AckTracker
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.ack_tracker import AckTracker
 
 
 class _State:

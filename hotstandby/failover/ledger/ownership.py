@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from hotstandby.configcenter.call_deadline import calls_until
 from hotstandby.configcenter.polling import wait_until
 from hotstandby.errors import ConcurrentUpdateError, ConfigCenterError
-from hotstandby.failover.ack_tracker import AckTracker, LedgerKey
+from hotstandby.failover.ledger.ack_tracker import AckTracker, LedgerKey
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.logs import get_logger

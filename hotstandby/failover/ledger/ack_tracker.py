@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from hotstandby.failover.delivered import Delivered, Handover, holds
 from hotstandby.failover.identity import RecordId
+from hotstandby.failover.ledger.delivered import Delivered, Handover, holds
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.left_behind import LeftBehind
 

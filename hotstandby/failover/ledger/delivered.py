@@ -1,5 +1,5 @@
 """What one slot of a consumer handed out (or filtered), in the order received: the
-:class:`~hotstandby.failover.ack_tracker.AckTracker`'s record of a slot."""
+:class:`~hotstandby.failover.ledger.ack_tracker.AckTracker`'s record of a slot."""
 
 from __future__ import annotations
 
