@@ -26,7 +26,7 @@ from typing import Any
 
 from confluent_kafka import Message
 
-from hotstandby.adapters.kafka.consumer_fetch import LogicalMessage, record_id
+from hotstandby.adapters.kafka.consumer.fetch import LogicalMessage, record_id
 from hotstandby.failover.identity import HEADER, RecordId, new_session
 
 

@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPa
 from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka.client_logs import with_logger
-from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
+from hotstandby.adapters.kafka.consumer.start_positions import StartPositions, Visit
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.spark_integration.options import SourceOptions
 from hotstandby.spark_integration.planning import Slot

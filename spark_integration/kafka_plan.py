@@ -10,7 +10,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from hotstandby.adapters.kafka.start_positions import Visit
+from hotstandby.adapters.kafka.consumer.start_positions import Visit
 from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.errors import ConfigError
 from hotstandby.failover.ledger.staged import SwitchHints

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hotstandby.adapters.kafka.start_positions import Visit
+from hotstandby.adapters.kafka.consumer.start_positions import Visit
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.doc_parsing import load_object
 from hotstandby.configcenter.documents import Route

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hotstandby.adapters.kafka.consumer import Consumer
-    from hotstandby.adapters.kafka.producer import Producer
+    from hotstandby.adapters.kafka.consumer.consumer import Consumer
+    from hotstandby.adapters.kafka.producer.producer import Producer
     from hotstandby.adapters.kafka.serde_clients import DeserializingConsumer, SerializingProducer
 
 __all__ = ["Consumer", "DeserializingConsumer", "Producer", "SerializingProducer"]

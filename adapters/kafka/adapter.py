@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hotstandby.adapter import TlsSettings, flag, host_ports
-from hotstandby.adapters.kafka import probe as kafka_probe
+from hotstandby.adapters.kafka.wire import probe as kafka_probe
 from hotstandby.errors import FormatError
 from hotstandby.failover.identity import HEADER, RecordId
 
@@ -59,8 +59,8 @@ class KafkaAdapter:
 
     def clients(self) -> dict[str, type]:
         # Imported on demand: they need confluent_kafka, this module does not.
-        from hotstandby.adapters.kafka.consumer import Consumer
-        from hotstandby.adapters.kafka.producer import Producer
+        from hotstandby.adapters.kafka.consumer.consumer import Consumer
+        from hotstandby.adapters.kafka.producer.producer import Producer
 
         return {"Producer": Producer, "Consumer": Consumer}
 

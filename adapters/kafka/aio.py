@@ -36,8 +36,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed conflu
     raise ImportError("hotstandby.adapters.kafka.aio needs confluent-kafka with confluent_kafka.aio (2.16+)") from exc
 
 from hotstandby.adapters.kafka.aio_callbacks import call_back, on_callers_thread, wrap_conf_callbacks
-from hotstandby.adapters.kafka.consumer import Consumer
-from hotstandby.adapters.kafka.producer import Producer
+from hotstandby.adapters.kafka.consumer.consumer import Consumer
+from hotstandby.adapters.kafka.producer.producer import Producer
 from hotstandby.configcenter import ConfigCenter
 
 __all__ = ["AIOConsumer", "AIOProducer"]

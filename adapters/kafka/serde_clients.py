@@ -29,8 +29,8 @@ from confluent_kafka.error import (
 )
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from hotstandby.adapters.kafka.consumer import Consumer
-from hotstandby.adapters.kafka.producer import Producer
+from hotstandby.adapters.kafka.consumer.consumer import Consumer
+from hotstandby.adapters.kafka.producer.producer import Producer
 
 __all__ = ["DeserializingConsumer", "SerializingProducer"]
 

@@ -42,7 +42,7 @@ def test_drill_with_a_killed_primary_and_failback_loses_and_duplicates_nothing(
     assert refcluster.is_up(), "the drill restarts the broker it killed"
     if refcluster.brokers == "apache":
         # The restarted coordinator loads the members the consumers left there when it died;
-        # they are removed before the failback joins (adapters/kafka/stale_members.py), so the
+        # they are removed before the failback joins (adapters/kafka/consumer/stale_members.py), so the
         # join does not wait for their session timeout (45 s).
         assert report["switches"][1]["latency_ms"] < 30_000, report["switches"]
 

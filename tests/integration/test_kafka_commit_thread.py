@@ -1,6 +1,6 @@
 """Asynchronous commits leave the etcd round trip to the consumer's commit thread: the call
 returns while the ledger store is still under way, the broker's offsets follow the ledgers,
-never precede them (adapters/kafka/background_commit.py)."""
+never precede them (adapters/kafka/consumer/background_commit.py)."""
 
 from __future__ import annotations
 

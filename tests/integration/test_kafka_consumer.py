@@ -14,8 +14,8 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Message, TopicPartitio
 from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka import Consumer
-from hotstandby.adapters.kafka.group_leave import PendingLeaves
-from hotstandby.adapters.kafka.stale_members import remove_members
+from hotstandby.adapters.kafka.consumer.group_leave import PendingLeaves
+from hotstandby.adapters.kafka.consumer.stale_members import remove_members
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.store import LedgerStore
@@ -289,7 +289,7 @@ def test_a_member_joining_during_a_switch_rebalances_without_duplicates(
         assert both <= set(assigned), f"both must be members on kafka-b: {assigned}"
     finally:
         # Together, as members of separate processes close: a member leaving waits for the
-        # group to settle, which needs the others to keep polling (adapters/kafka/group_leave.py).
+        # group to settle, which needs the others to keep polling (adapters/kafka/consumer/group_leave.py).
         closing = threading.Thread(target=first.close)
         closing.start()
         if second is not None:

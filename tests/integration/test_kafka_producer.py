@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from hotstandby.adapters.kafka import Producer
-from hotstandby.adapters.kafka.replication_progress import read_positions
+from hotstandby.adapters.kafka.mm2.replication_progress import read_positions
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigError, UnknownRouteError
 from hotstandby.failover.identity import HEADER, RecordId

@@ -25,7 +25,7 @@ import pytest
 from confluent_kafka import Message
 
 from hotstandby.adapters.kafka import Consumer, Producer
-from hotstandby.adapters.kafka.probe import probe as kafka_probe
+from hotstandby.adapters.kafka.wire.probe import probe as kafka_probe
 from hotstandby.cli import main
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec, Link

@@ -7,7 +7,7 @@ import contextlib
 
 import pytest
 
-from hotstandby.adapters.kafka.callback_interrupts import CallbackInterrupts
+from hotstandby.adapters.kafka.producer.callback_interrupts import CallbackInterrupts
 
 
 def lost_on_the_way_out(interrupts: CallbackInterrupts, interrupted: bool) -> int:

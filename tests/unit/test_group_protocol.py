@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from hotstandby.adapters.kafka.group_protocol import group_settings, incremental
+from hotstandby.adapters.kafka.consumer.group_protocol import group_settings, incremental
 from hotstandby.configcenter.documents import ClusterSpec
 from tests.unit.test_probe_codec import serve_once
 

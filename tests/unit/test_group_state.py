@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from hotstandby.adapters.kafka.group_state import UNSUPPORTED, group_state
+from hotstandby.adapters.kafka.wire.group_state import UNSUPPORTED, group_state
 from hotstandby.configcenter.documents import ClusterSpec
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from confluent_kafka import Message
 
 from hotstandby.adapters.kafka import Consumer
-from hotstandby.adapters.kafka.consumer_switch import ConsumerSwitch
+from hotstandby.adapters.kafka.consumer.switch import ConsumerSwitch
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.identity import HEADER, RecordId

@@ -1,4 +1,4 @@
-"""A consumer reads back its own synchronous commits (adapters/kafka/own_commits.py): the broker
+"""A consumer reads back its own synchronous commits (adapters/kafka/consumer/own_commits.py): the broker
 is asked again while it shows an older offset, within a limit, and a broker that keeps no
 commit metadata is learnt once."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from hotstandby.adapters.kafka.own_commits import OwnCommits
+from hotstandby.adapters.kafka.consumer.own_commits import OwnCommits
 
 P0 = [TopicPartition("t", 0)]
 

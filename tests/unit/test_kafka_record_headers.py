@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from confluent_kafka import Message
 
-from hotstandby.adapters.kafka.consumer_fetch import _identity_and_rest, logical_message
+from hotstandby.adapters.kafka.consumer.fetch import _identity_and_rest, logical_message
 from hotstandby.failover.identity import HEADER, RecordId
 
 RID = RecordId(b"\x03" * 16, 2, 70_000)

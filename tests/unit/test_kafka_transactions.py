@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from hotstandby.adapters.kafka.producer import _Record
-from hotstandby.adapters.kafka.producer_txn import Transactions
+from hotstandby.adapters.kafka.producer.producer import _Record
+from hotstandby.adapters.kafka.producer.transactions import Transactions
 from hotstandby.configcenter.documents import ClusterSpec, Route
 from hotstandby.failover.identity import RecordId
 from hotstandby.failover.outbox import Outbox

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from hotstandby.adapters.kafka import late_copies
-from hotstandby.adapters.kafka.late_copies import LateCopies
+from hotstandby.adapters.kafka.consumer import late_copies
+from hotstandby.adapters.kafka.consumer.late_copies import LateCopies
 from hotstandby.configcenter.documents import ClusterSpec
 
 

@@ -8,8 +8,8 @@ from typing import Any, cast
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_INVALID, TopicPartition
 
-from hotstandby.adapters.kafka.consumer_state import ConsumerState
-from hotstandby.adapters.kafka.named_partitions import named_slot, physical_assignment
+from hotstandby.adapters.kafka.consumer.named_partitions import named_slot, physical_assignment
+from hotstandby.adapters.kafka.consumer.state import ConsumerState
 from hotstandby.failover.identity import RecordId
 from hotstandby.failover.ledger.ack_tracker import AckTracker
 

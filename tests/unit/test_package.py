@@ -53,7 +53,7 @@ def test_missing_client_library_names_the_extra(monkeypatch: pytest.MonkeyPatch,
     with pytest.raises(MissingDependencyError, match=r"pip install 'hotstandby\[kafka\]'"):
         import_adapter_module("kafka", "needs_client")
     # The probe needs no client library at all.
-    assert import_adapter_module("kafka", "probe").probe
+    assert import_adapter_module("kafka", "wire.probe").probe
 
 
 def test_unknown_adapter_kind() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from hotstandby.adapters.kafka.partition_counts import PartitionCounts
+from hotstandby.adapters.kafka.producer.partition_counts import PartitionCounts
 
 
 class Cluster:

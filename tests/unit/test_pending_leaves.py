@@ -7,8 +7,8 @@ import threading
 import time
 import uuid
 
-from hotstandby.adapters.kafka.group_leave import PendingLeaves, leave_in_turn
-from hotstandby.adapters.kafka.stale_members import STALE
+from hotstandby.adapters.kafka.consumer.group_leave import PendingLeaves, leave_in_turn
+from hotstandby.adapters.kafka.consumer.stale_members import STALE
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.configcenter.documents import ClusterSpec
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hotstandby.adapters.kafka import probe as kafka_probe
+from hotstandby.adapters.kafka.wire import probe as kafka_probe
 from hotstandby.adapters.pulsar import probe as pulsar_probe
 from hotstandby.failover.identity import write_uvarint
 from hotstandby.failover.probe import ProtocolError

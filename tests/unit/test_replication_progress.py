@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hotstandby.adapters.kafka.replication_progress import progress_topic
+from hotstandby.adapters.kafka.mm2.replication_progress import progress_topic
 from hotstandby.configcenter.documents import Link
 
 

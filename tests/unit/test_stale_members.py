@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from hotstandby.adapters.kafka import stale_members
-from hotstandby.adapters.kafka.stale_members import StaleMembers, leave_group_request, parse_leave_group
+from hotstandby.adapters.kafka.consumer import stale_members
+from hotstandby.adapters.kafka.consumer.stale_members import StaleMembers, leave_group_request, parse_leave_group
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.probe import ProtocolError
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 
+from hotstandby.adapters.kafka.consumer.start_positions import StartPositions, Visit
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
-from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
 from hotstandby.configcenter.documents import ClusterSpec, Link
 
 A, B = "kafka-a", "kafka-b"
@@ -132,7 +132,7 @@ def test_the_lookups_read_the_cluster_with_its_own_client_settings(monkeypatch: 
         seen.append(config)
         return []
 
-    monkeypatch.setattr("hotstandby.adapters.kafka.start_positions.read_to_end", read_to_end)
+    monkeypatch.setattr("hotstandby.adapters.kafka.consumer.start_positions.read_to_end", read_to_end)
     tls = ClusterSpec(name=B, kind="kafka", url="127.0.0.1:1", consumer={"fetch.wait.max.ms": 50},
                       client={"security.protocol": "SSL", "ssl.ca.location": "/etc/ca.pem"})  # fmt: skip
     s = StartPositions(group="g", spec=tls, previous=Visit(A), links=LINKS, skew_ms=5000,

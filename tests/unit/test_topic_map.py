@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hotstandby.adapters.kafka.topic_map import physical_topics
+from hotstandby.adapters.kafka.consumer.topic_map import physical_topics
 
 
 def test_names_map_to_themselves_and_their_copies() -> None:

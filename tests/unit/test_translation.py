@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncEmitter, OffsetSyncStore
-from hotstandby.adapters.kafka.translate import forward, from_checkpoints, reverse
+from hotstandby.adapters.kafka.mm2.translate import forward, from_checkpoints, reverse
 from hotstandby.failover.translation import Proposal, Strategy, choose
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # type: ignore[attr-defined]
 
-from hotstandby.adapters.kafka.raw_close import close_within
+from hotstandby.adapters.kafka.consumer.raw_close import close_within
 from hotstandby.logs import get_logger
 
 log = get_logger("hotstandby.replicator")

@@ -27,8 +27,8 @@ from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka.mm2.checkpoints import CheckpointTracker
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, Heartbeat, OffsetSync
+from hotstandby.adapters.kafka.mm2.read_partition import read_to_end
 from hotstandby.adapters.kafka.mm2.syncs import OffsetSyncStore
-from hotstandby.adapters.kafka.read_partition import read_to_end
 from hotstandby.errors import FormatError
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.flow_status import FlowStatus

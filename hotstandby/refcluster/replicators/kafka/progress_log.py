@@ -9,7 +9,7 @@ import threading
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from hotstandby.adapters.kafka.mm2.progress import decode_progress, encode_progress
-from hotstandby.adapters.kafka.read_partition import read_to_end
+from hotstandby.adapters.kafka.mm2.read_partition import read_to_end
 from hotstandby.refcluster.replicators.kafka.config import FlowConfig
 from hotstandby.refcluster.replicators.kafka.kafka_io import ReplicationError, close_consumer, flush
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-from hotstandby.adapters.kafka.consumer_state import Slot
+from hotstandby.adapters.kafka.consumer.state import Slot
 
 __all__ = ["OwnCommits"]
 

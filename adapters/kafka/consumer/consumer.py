@@ -52,14 +52,14 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
 from hotstandby.adapters.kafka import arguments
-from hotstandby.adapters.kafka.consumer_assign import ManualAssignment
-from hotstandby.adapters.kafka.consumer_commit import Committer
-from hotstandby.adapters.kafka.consumer_extras import ConsumerExtras
-from hotstandby.adapters.kafka.consumer_fetch import Fetcher
-from hotstandby.adapters.kafka.consumer_rebalance import Assignments, Rebalance
-from hotstandby.adapters.kafka.consumer_state import ConsumerState, log
-from hotstandby.adapters.kafka.consumer_switch import ConsumerSwitch
-from hotstandby.adapters.kafka.group_leave import GroupLeaves
+from hotstandby.adapters.kafka.consumer.assign import ManualAssignment
+from hotstandby.adapters.kafka.consumer.commit import Committer
+from hotstandby.adapters.kafka.consumer.extras import ConsumerExtras
+from hotstandby.adapters.kafka.consumer.fetch import Fetcher
+from hotstandby.adapters.kafka.consumer.group_leave import GroupLeaves
+from hotstandby.adapters.kafka.consumer.rebalance import Assignments, Rebalance
+from hotstandby.adapters.kafka.consumer.state import ConsumerState, log
+from hotstandby.adapters.kafka.consumer.switch import ConsumerSwitch
 from hotstandby.adapters.kafka.surface import bool_setting, config_dict, int_setting
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec

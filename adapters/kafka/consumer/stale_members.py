@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Iterable
 
-from hotstandby.adapters.kafka.group_wire import MOVING, CoordinatorMoving, Reader, find_coordinator, request, string
+from hotstandby.adapters.kafka.wire.requests import MOVING, CoordinatorMoving, Reader, find_coordinator, request, string
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.configcenter.polling import wait_until
 from hotstandby.failover.probe import ProtocolError, request_frame, tls_context

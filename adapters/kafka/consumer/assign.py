@@ -27,16 +27,16 @@ from collections.abc import Sequence
 
 from confluent_kafka import OFFSET_END, TopicPartition
 
-from hotstandby.adapters.kafka.consumer_fetch import Fetcher
-from hotstandby.adapters.kafka.consumer_rebalance import Assignments
-from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot
-from hotstandby.adapters.kafka.named_partitions import (
+from hotstandby.adapters.kafka.consumer.fetch import Fetcher
+from hotstandby.adapters.kafka.consumer.named_partitions import (
     SPECIAL_OFFSETS,
     PhysicalAssignment,
     named_slot,
     physical_assignment,
 )
-from hotstandby.adapters.kafka.topic_map import copy_prefixes
+from hotstandby.adapters.kafka.consumer.rebalance import Assignments
+from hotstandby.adapters.kafka.consumer.state import ConsumerState, Slot
+from hotstandby.adapters.kafka.consumer.topic_map import copy_prefixes
 from hotstandby.configcenter.documents import Link
 
 __all__ = ["ManualAssignment"]

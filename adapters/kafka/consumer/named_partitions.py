@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TopicPartition
 
-from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot
+from hotstandby.adapters.kafka.consumer.state import ConsumerState, Slot
 
 __all__ = ["SPECIAL_OFFSETS", "PhysicalAssignment", "named_slot", "physical_assignment"]
 

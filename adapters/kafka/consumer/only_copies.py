@@ -19,7 +19,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
 
 from hotstandby.adapters.kafka.admin_clients import shared_admin
-from hotstandby.adapters.kafka.consumer_state import Slot, log
+from hotstandby.adapters.kafka.consumer.state import Slot, log
 from hotstandby.configcenter.documents import ClusterSpec, Link
 
 __all__ = ["copies_only_here"]

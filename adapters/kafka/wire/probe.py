@@ -10,7 +10,7 @@ from __future__ import annotations
 import ssl
 import struct
 
-from hotstandby.adapters.kafka.group_wire import Reader
+from hotstandby.adapters.kafka.wire.requests import Reader
 from hotstandby.failover.probe import ProtocolError, request_frame
 
 __all__ = ["api_keys", "finalized_features", "probe"]

@@ -26,12 +26,12 @@ from typing import Any
 
 from confluent_kafka import OFFSET_INVALID, KafkaException, TopicPartition
 
-from hotstandby.adapters.kafka.consumer_commit import Committer
-from hotstandby.adapters.kafka.consumer_fetch import Fetcher
-from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
-from hotstandby.adapters.kafka.named_partitions import PhysicalAssignment
-from hotstandby.adapters.kafka.start_positions import StartPositions
-from hotstandby.adapters.kafka.topic_map import copy_prefixes, physical_topics
+from hotstandby.adapters.kafka.consumer.commit import Committer
+from hotstandby.adapters.kafka.consumer.fetch import Fetcher
+from hotstandby.adapters.kafka.consumer.named_partitions import PhysicalAssignment
+from hotstandby.adapters.kafka.consumer.start_positions import StartPositions
+from hotstandby.adapters.kafka.consumer.state import ConsumerState, Slot, log
+from hotstandby.adapters.kafka.consumer.topic_map import copy_prefixes, physical_topics
 from hotstandby.configcenter.documents import Link
 from hotstandby.errors import ConfigCenterError
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
+from hotstandby.adapters.kafka.consumer.state import ConsumerState, Slot, log
 from hotstandby.failover.ledger.ownership import RETRY_S
 
 __all__ = ["BackgroundCommits", "broker_offsets"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import struct
 
-from hotstandby.adapters.kafka.group_wire import MOVING, CoordinatorMoving, Reader, find_coordinator, request, string
+from hotstandby.adapters.kafka.wire.requests import MOVING, CoordinatorMoving, Reader, find_coordinator, request, string
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.probe import ProtocolError, request_frame, tls_context
 

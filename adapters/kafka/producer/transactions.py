@@ -34,7 +34,7 @@ from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
 
 if TYPE_CHECKING:
-    from hotstandby.adapters.kafka.producer import Producer, _Record
+    from hotstandby.adapters.kafka.producer.producer import Producer, _Record
 
 __all__ = ["NO_OFFSETS", "Transactions", "Txn", "report_purged"]
 

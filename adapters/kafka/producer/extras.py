@@ -14,15 +14,15 @@ from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka import arguments
 from hotstandby.adapters.kafka.arguments import batch_arguments
-from hotstandby.adapters.kafka.callback_interrupts import CallbackInterrupts
-from hotstandby.adapters.kafka.producer_txn import NO_OFFSETS, Transactions
+from hotstandby.adapters.kafka.producer.callback_interrupts import CallbackInterrupts
+from hotstandby.adapters.kafka.producer.transactions import NO_OFFSETS, Transactions
 from hotstandby.adapters.kafka.surface import HANDLE_CLOSED, DeliveryCallback, not_supported
 from hotstandby.failover.follower import wait_slices
 from hotstandby.failover.outbox import Outbox
 from hotstandby.failover.switch_protocol import SwitchPlan
 
 if TYPE_CHECKING:
-    from hotstandby.adapters.kafka.producer import Producer
+    from hotstandby.adapters.kafka.producer.producer import Producer
 
 __all__ = ["ProducerExtras", "ProducerSwitching"]
 

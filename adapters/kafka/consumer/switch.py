@@ -28,15 +28,15 @@ from collections.abc import Callable, Mapping
 from confluent_kafka import Consumer as RawConsumer
 from confluent_kafka import KafkaException, TopicPartition
 
-from hotstandby.adapters.kafka.consumer_assign import ManualAssignment
-from hotstandby.adapters.kafka.consumer_commit import Committer
-from hotstandby.adapters.kafka.consumer_fetch import Fetcher
-from hotstandby.adapters.kafka.consumer_rebalance import Assignments
-from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
-from hotstandby.adapters.kafka.group_leave import GroupLeaves
-from hotstandby.adapters.kafka.only_copies import copies_only_here
-from hotstandby.adapters.kafka.stale_members import STALE
-from hotstandby.adapters.kafka.start_positions import StartPositions, Visit
+from hotstandby.adapters.kafka.consumer.assign import ManualAssignment
+from hotstandby.adapters.kafka.consumer.commit import Committer
+from hotstandby.adapters.kafka.consumer.fetch import Fetcher
+from hotstandby.adapters.kafka.consumer.group_leave import GroupLeaves
+from hotstandby.adapters.kafka.consumer.only_copies import copies_only_here
+from hotstandby.adapters.kafka.consumer.rebalance import Assignments
+from hotstandby.adapters.kafka.consumer.stale_members import STALE
+from hotstandby.adapters.kafka.consumer.start_positions import StartPositions, Visit
+from hotstandby.adapters.kafka.consumer.state import ConsumerState, Slot, log
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.configcenter.polling import wait_until
 from hotstandby.failover.switch_protocol import SwitchPlan

@@ -14,11 +14,11 @@ import time
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from hotstandby.adapters.kafka.background_commit import BackgroundCommits, broker_offsets
-from hotstandby.adapters.kafka.consumer_fetch import Fetcher, message_identity
-from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
-from hotstandby.adapters.kafka.named_partitions import named_slot
-from hotstandby.adapters.kafka.own_commits import OwnCommits
+from hotstandby.adapters.kafka.consumer.background_commit import BackgroundCommits, broker_offsets
+from hotstandby.adapters.kafka.consumer.fetch import Fetcher, message_identity
+from hotstandby.adapters.kafka.consumer.named_partitions import named_slot
+from hotstandby.adapters.kafka.consumer.own_commits import OwnCommits
+from hotstandby.adapters.kafka.consumer.state import ConsumerState, Slot, log
 from hotstandby.errors import ConfigCenterUnavailable
 
 __all__ = ["Committer"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message, TopicPartition
 
-from hotstandby.adapters.kafka.consumer_state import ConsumerState, Slot, log
+from hotstandby.adapters.kafka.consumer.state import ConsumerState, Slot, log
 from hotstandby.errors import FormatError
 from hotstandby.failover.identity import HEADER, RecordId
 

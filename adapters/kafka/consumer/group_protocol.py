@@ -23,7 +23,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from hotstandby.adapters.kafka.probe import finalized_features
+from hotstandby.adapters.kafka.wire.probe import finalized_features
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.probe import ProtocolError, tls_context
 from hotstandby.logs import get_logger

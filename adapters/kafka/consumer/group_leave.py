@@ -37,9 +37,9 @@ from urllib.parse import quote, unquote
 
 from confluent_kafka import KafkaException
 
-from hotstandby.adapters.kafka.group_state import UNSUPPORTED, group_state
-from hotstandby.adapters.kafka.raw_close import close_within
-from hotstandby.adapters.kafka.stale_members import STALE
+from hotstandby.adapters.kafka.consumer.raw_close import close_within
+from hotstandby.adapters.kafka.consumer.stale_members import STALE
+from hotstandby.adapters.kafka.wire.group_state import UNSUPPORTED, group_state
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.configcenter.leased import LeasedKey, leased_values

@@ -15,7 +15,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaException
 
 from hotstandby.adapters.kafka.mm2.progress import decode_progress
-from hotstandby.adapters.kafka.read_partition import read_every_partition
+from hotstandby.adapters.kafka.mm2.read_partition import read_every_partition
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.failover.outbox import ReplicatedTo
 from hotstandby.logs import get_logger

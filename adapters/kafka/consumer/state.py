@@ -17,8 +17,8 @@ from typing import Any
 from confluent_kafka import Consumer as RawConsumer
 
 from hotstandby.adapters.kafka.client_logs import with_logger
-from hotstandby.adapters.kafka.group_protocol import group_settings, incremental
-from hotstandby.adapters.kafka.late_copies import LateCopies
+from hotstandby.adapters.kafka.consumer.group_protocol import group_settings, incremental
+from hotstandby.adapters.kafka.consumer.late_copies import LateCopies
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteFollower

@@ -28,13 +28,13 @@ from confluent_kafka import KafkaError, Message
 from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.adapter import ADAPTER
-from hotstandby.adapters.kafka.callback_interrupts import CallbackInterrupts
 from hotstandby.adapters.kafka.client_logs import with_logger
-from hotstandby.adapters.kafka.held_records import Held, still_held
-from hotstandby.adapters.kafka.partition_counts import METADATA_TIMEOUT_S, PartitionCounts
-from hotstandby.adapters.kafka.producer_extras import ProducerExtras, ProducerSwitching
-from hotstandby.adapters.kafka.producer_txn import Transactions, Txn
-from hotstandby.adapters.kafka.replication_progress import read_positions
+from hotstandby.adapters.kafka.mm2.replication_progress import read_positions
+from hotstandby.adapters.kafka.producer.callback_interrupts import CallbackInterrupts
+from hotstandby.adapters.kafka.producer.extras import ProducerExtras, ProducerSwitching
+from hotstandby.adapters.kafka.producer.held_records import Held, still_held
+from hotstandby.adapters.kafka.producer.partition_counts import METADATA_TIMEOUT_S, PartitionCounts
+from hotstandby.adapters.kafka.producer.transactions import Transactions, Txn
 from hotstandby.adapters.kafka.surface import (
     HANDLE_CLOSED,
     DeliveryCallback,

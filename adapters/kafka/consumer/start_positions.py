@@ -34,8 +34,8 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from hotstandby.adapters.kafka.mm2.codec import Checkpoint, OffsetSync
 from hotstandby.adapters.kafka.mm2.policy import ReplicationPolicy
-from hotstandby.adapters.kafka.read_partition import read_to_end
-from hotstandby.adapters.kafka.translate import from_checkpoints, from_syncs, reverse
+from hotstandby.adapters.kafka.mm2.read_partition import read_to_end
+from hotstandby.adapters.kafka.mm2.translate import from_checkpoints, from_syncs, reverse
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.errors import FormatError
 from hotstandby.failover.translation import Proposal, Strategy, choose

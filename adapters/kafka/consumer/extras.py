@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 
 from confluent_kafka import TopicPartition
 
-from hotstandby.adapters.kafka.consumer_assign import ManualAssignment
-from hotstandby.adapters.kafka.consumer_fetch import Fetcher
-from hotstandby.adapters.kafka.consumer_rebalance import Assignments
-from hotstandby.adapters.kafka.consumer_state import ConsumerState
+from hotstandby.adapters.kafka.consumer.assign import ManualAssignment
+from hotstandby.adapters.kafka.consumer.fetch import Fetcher
+from hotstandby.adapters.kafka.consumer.rebalance import Assignments
+from hotstandby.adapters.kafka.consumer.state import ConsumerState
 from hotstandby.adapters.kafka.surface import HANDLE_CLOSED, Closable, partition_list, topic_partition
 from hotstandby.configcenter.documents import Link
 
