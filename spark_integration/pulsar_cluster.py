@@ -19,8 +19,8 @@ from typing import Any
 
 import pulsar
 
-from hotstandby.adapters.pulsar.client_settings import client_kwargs as cluster_kwargs
-from hotstandby.adapters.pulsar.start_position import holds
+from hotstandby.adapters.pulsar.client.settings import client_kwargs as cluster_kwargs
+from hotstandby.adapters.pulsar.consumer.start_position import holds
 from hotstandby.adapters.pulsar.topics import full_topic, logical_partition
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.ledger.staged import CopyMark
@@ -55,7 +55,7 @@ _PEEK_MS = 2_000  # the driver's read of one message where it must know the next
 
 def client_kwargs(spec: ClusterSpec, options: SourceOptions) -> dict[str, Any]:
     """pulsar.Client's arguments: the cluster's settings and credentials, ``pulsar.client.*``
-    replacing the settings (:mod:`hotstandby.adapters.pulsar.client_settings`)."""
+    replacing the settings (:mod:`hotstandby.adapters.pulsar.client.settings`)."""
     return {"operation_timeout_seconds": _OPERATION_TIMEOUT_S, **cluster_kwargs(spec, options.pulsar_client)}
 
 

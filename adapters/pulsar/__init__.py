@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hotstandby.adapters.pulsar.client import Client
+    from hotstandby.adapters.pulsar.client.client import Client
 
 __all__ = ["Client"]
 
@@ -19,5 +19,5 @@ def __getattr__(name: str) -> Any:
     if name == "Client":
         from hotstandby.registry import import_adapter_module
 
-        return import_adapter_module("pulsar", "client").Client
+        return import_adapter_module("pulsar", "client.client").Client
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

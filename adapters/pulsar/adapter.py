@@ -123,7 +123,7 @@ class PulsarAdapter:
 
     def clients(self) -> dict[str, type]:
         # Imported on demand: it needs pulsar, this module does not.
-        from hotstandby.adapters.pulsar.client import Client
+        from hotstandby.adapters.pulsar.client.client import Client
 
         return {"Client": Client}
 

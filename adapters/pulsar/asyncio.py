@@ -31,11 +31,11 @@ from typing import Any, TypeVar
 import pulsar
 import pulsar.asyncio as _upstream
 
-from hotstandby.adapters.pulsar.client import Client as _Client
-from hotstandby.adapters.pulsar.consumer import Consumer as _Consumer
-from hotstandby.adapters.pulsar.error_messages import message_of
-from hotstandby.adapters.pulsar.producer import Producer as _Producer
-from hotstandby.adapters.pulsar.reader import Reader as _Reader
+from hotstandby.adapters.pulsar.client.client import Client as _Client
+from hotstandby.adapters.pulsar.client.error_messages import message_of
+from hotstandby.adapters.pulsar.consumer.consumer import Consumer as _Consumer
+from hotstandby.adapters.pulsar.producer.producer import Producer as _Producer
+from hotstandby.adapters.pulsar.reader.reader import Reader as _Reader
 
 __all__ = ["Client", "Consumer", "Producer", "PulsarException", "Reader"]
 

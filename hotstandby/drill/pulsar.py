@@ -20,8 +20,8 @@ from typing import Any
 import pulsar
 
 from hotstandby.adapters.pulsar import Client
-from hotstandby.adapters.pulsar.client_settings import client_kwargs
-from hotstandby.adapters.pulsar.consumer import Consumer
+from hotstandby.adapters.pulsar.client.settings import client_kwargs
+from hotstandby.adapters.pulsar.consumer.consumer import Consumer
 from hotstandby.configcenter import ConfigCenter, polling
 from hotstandby.drill.report import DrillReport
 from hotstandby.drill.runner import DrillContext, DrillOptions, DrillProgress, new_run_id, run_drill

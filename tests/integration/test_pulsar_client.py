@@ -264,7 +264,7 @@ def test_a_source_position_is_used_only_where_the_cluster_still_holds_that_messa
 ) -> None:
     """A cluster that came back empty may store other messages at the same position: the start
     moves there only when the message at that position has the copy's identity."""
-    from hotstandby.adapters.pulsar.start_position import holds
+    from hotstandby.adapters.pulsar.consumer.start_position import holds
 
     session = new_session()
     raw = pulsar.Client(refcluster.cluster_spec("pulsar-b").url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))

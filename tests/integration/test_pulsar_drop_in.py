@@ -18,7 +18,7 @@ import pytest
 
 from hotstandby.adapters.pulsar import Client
 from hotstandby.adapters.pulsar.adapter import identity_of
-from hotstandby.adapters.pulsar.reader import Reader
+from hotstandby.adapters.pulsar.reader.reader import Reader
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigError, ForeignPositionError
 from hotstandby.failover.identity import HEADER

@@ -11,9 +11,9 @@ import pulsar
 import pytest
 
 from hotstandby.adapters.pulsar.adapter import encode_identity
-from hotstandby.adapters.pulsar.consumer import Consumer
-from hotstandby.adapters.pulsar.handed import HandedOut
-from hotstandby.adapters.pulsar.subscription import SubscriptionState
+from hotstandby.adapters.pulsar.consumer.consumer import Consumer
+from hotstandby.adapters.pulsar.consumer.handed import HandedOut
+from hotstandby.adapters.pulsar.consumer.subscription import SubscriptionState
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.switch_gate import SwitchGate

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from hotstandby.adapters.pulsar.subscription import SubscriptionState
+from hotstandby.adapters.pulsar.consumer.subscription import SubscriptionState
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.failover.identity import RecordId
 from hotstandby.failover.ledger.store import LedgerStore

@@ -10,11 +10,11 @@ from pathlib import Path
 import pulsar
 import pytest
 
-from hotstandby.adapters.pulsar.client import Client
-from hotstandby.adapters.pulsar.consumer import Consumer
-from hotstandby.adapters.pulsar.producer import Producer
-from hotstandby.adapters.pulsar.reader import Reader
-from hotstandby.adapters.pulsar.table_view import TableView
+from hotstandby.adapters.pulsar.client.client import Client
+from hotstandby.adapters.pulsar.consumer.consumer import Consumer
+from hotstandby.adapters.pulsar.producer.producer import Producer
+from hotstandby.adapters.pulsar.reader.reader import Reader
+from hotstandby.adapters.pulsar.reader.table_view import TableView
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "pulsar-api.md"
 PAIRS = {"Client": (pulsar.Client, Client), "Producer": (pulsar.Producer, Producer),

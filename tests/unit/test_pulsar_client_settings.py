@@ -11,7 +11,7 @@ from typing import Any
 import pulsar
 import pytest
 
-from hotstandby.adapters.pulsar.client_settings import PulsarAuth, auth_for, client_kwargs, definition_kwargs
+from hotstandby.adapters.pulsar.client.settings import PulsarAuth, auth_for, client_kwargs, definition_kwargs
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigError, ValidationError

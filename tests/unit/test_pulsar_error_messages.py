@@ -1,4 +1,4 @@
-"""The blocking creations' answers (adapters/pulsar/error_messages.py): the exception class and
+"""The blocking creations' answers (adapters/pulsar/client/error_messages.py): the exception class and
 text of a failed one, the timeout, and what comes after the caller gave up."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import _pulsar
 import pulsar
 import pytest
 
-from hotstandby.adapters.pulsar.error_messages import MessagedCalls, message_of
+from hotstandby.adapters.pulsar.client.error_messages import MessagedCalls, message_of
 
 
 class _Error:
@@ -61,7 +61,7 @@ def test_a_failure_without_a_message_reads_as_pulsar_clients(monkeypatch: pytest
 
 
 def test_an_answer_after_the_timeout_is_closed_and_the_caller_got_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("hotstandby.adapters.pulsar.error_messages._LATE_MARGIN_S", 0.05)
+    monkeypatch.setattr("hotstandby.adapters.pulsar.client.error_messages._LATE_MARGIN_S", 0.05)
     inner = _Inner(None)
     calls = MessagedCalls(inner, 0)
     with pytest.raises(pulsar.Timeout):

@@ -9,8 +9,8 @@ from typing import Any, cast
 import pulsar
 import pytest
 
-from hotstandby.adapters.pulsar.reader import Reader
-from hotstandby.adapters.pulsar.stall_watch import StallWatch
+from hotstandby.adapters.pulsar.reader.reader import Reader
+from hotstandby.adapters.pulsar.reader.stall_watch import StallWatch
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.identity import RecordId
 from hotstandby.failover.switch_gate import SwitchGate

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulsar
 
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM
-from hotstandby.adapters.pulsar.replication_position import _copy_position, _number, offset_of, own_copies
+from hotstandby.adapters.pulsar.producer.replication_position import _copy_position, _number, offset_of, own_copies
 from hotstandby.failover.identity import HEADER, IdentityText, new_session
 from hotstandby.failover.outbox import Stored, replicated
 

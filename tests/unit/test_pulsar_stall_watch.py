@@ -7,7 +7,7 @@ import threading
 
 import pulsar
 
-from hotstandby.adapters.pulsar.stall_watch import StallWatch
+from hotstandby.adapters.pulsar.reader.stall_watch import StallWatch
 from tests.support import wait_for
 
 

@@ -51,7 +51,7 @@ def _plant(path: pathlib.Path, after: str, line: str) -> int:
 def test_a_typo_in_an_adapter_fails_mypy(tmp_path: pathlib.Path) -> None:
     project = _project_copy(tmp_path)
     # A name imported from another adapter module, misspelt: only caught if that module is seen.
-    module = project / "adapters" / "pulsar" / "consumer.py"
+    module = project / "adapters" / "pulsar" / "consumer" / "consumer.py"
     line = _plant(module, "log = get_logger(", "_PLANTED = identity_in.no_such_attribute")
     result = _mypy(project)
     assert result.returncode == 1, result.stdout + result.stderr

@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import pulsar
 
-from hotstandby.adapters.pulsar.client_settings import client_kwargs
-from hotstandby.adapters.pulsar.client_switch import Move, SwitchParticipation, close_quietly
-from hotstandby.adapters.pulsar.error_messages import with_messages
+from hotstandby.adapters.pulsar.client.error_messages import with_messages
+from hotstandby.adapters.pulsar.client.settings import client_kwargs
+from hotstandby.adapters.pulsar.client.switch import Move, SwitchParticipation, close_quietly
 from hotstandby.adapters.pulsar.topics import TopicSelection
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
@@ -50,11 +50,11 @@ from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.logs import get_logger
 
 if TYPE_CHECKING:
-    from hotstandby.adapters.pulsar.consumer import Consumer
-    from hotstandby.adapters.pulsar.producer import Producer
-    from hotstandby.adapters.pulsar.reader import Reader
-    from hotstandby.adapters.pulsar.subscription import SubscriptionState
-    from hotstandby.adapters.pulsar.table_view import TableView
+    from hotstandby.adapters.pulsar.consumer.consumer import Consumer
+    from hotstandby.adapters.pulsar.consumer.subscription import SubscriptionState
+    from hotstandby.adapters.pulsar.producer.producer import Producer
+    from hotstandby.adapters.pulsar.reader.reader import Reader
+    from hotstandby.adapters.pulsar.reader.table_view import TableView
 
     Member: TypeAlias = Producer | Consumer | Reader | TableView
 
@@ -79,7 +79,7 @@ class Client(SwitchParticipation, RouteClient):
     cluster's. The active cluster's definition adds its ``client`` settings, which these
     keywords replace, and its credentials (``auth_plugin``, ``auth_params``), which win over
     an ``authentication`` keyword: that one serves clusters whose definitions name none
-    (:mod:`hotstandby.adapters.pulsar.client_settings`). ``center`` (a :class:`ConfigCenter`,
+    (:mod:`hotstandby.adapters.pulsar.client.settings`). ``center`` (a :class:`ConfigCenter`,
     left open on close) and ``ledger_store`` replace the ones the client would open itself
     (tests, another store). ``on_switch`` is called with each
     :class:`~hotstandby.failover.switch_events.SwitchEvent` (docs/observability.md).
@@ -147,7 +147,7 @@ class Client(SwitchParticipation, RouteClient):
     def create_producer(self, topic: str, **kwargs: Any) -> Producer:
         """As :meth:`pulsar.Client.create_producer` (``message_router`` is the SDK's own; of the
         ``message_routing_mode`` values, ``CustomPartition`` is refused)."""
-        from hotstandby.adapters.pulsar.producer import Producer
+        from hotstandby.adapters.pulsar.producer.producer import Producer
 
         with self._lock:
             self._check_open()
@@ -159,7 +159,7 @@ class Client(SwitchParticipation, RouteClient):
     def subscribe(self, topic: str | list[str] | re.Pattern[str], subscription_name: str, **kwargs: Any) -> Consumer:
         """As :meth:`pulsar.Client.subscribe`: to a topic (partitioned or not), a list of topics
         or a pattern (``re.compile(...)``), which each cluster resolves (docs/pulsar-api.md)."""
-        from hotstandby.adapters.pulsar.consumer import Consumer
+        from hotstandby.adapters.pulsar.consumer.consumer import Consumer
 
         topics = TopicSelection.of(topic)
         with self._lock:
@@ -173,7 +173,7 @@ class Client(SwitchParticipation, RouteClient):
         """As :meth:`pulsar.Client.create_reader`; after a switch the reader goes on where it
         was (by the identities of the messages it returned). A ``reader_listener`` is called on
         a thread of the reader's own."""
-        from hotstandby.adapters.pulsar.reader import Reader
+        from hotstandby.adapters.pulsar.reader.reader import Reader
 
         with self._lock:
             self._check_open()
@@ -198,8 +198,8 @@ class Client(SwitchParticipation, RouteClient):
         self, topic: str, subscription_name: str | None = None, schema: pulsar.schema.Schema = _BYTES
     ) -> TableView:
         """As :meth:`pulsar.Client.create_table_view`: the table view of the cluster in use,
-        made anew on the new cluster in a switch (:mod:`hotstandby.adapters.pulsar.table_view`)."""
-        from hotstandby.adapters.pulsar.table_view import TableView
+        made anew on the new cluster in a switch (:mod:`hotstandby.adapters.pulsar.reader.table_view`)."""
+        from hotstandby.adapters.pulsar.reader.table_view import TableView
 
         with self._lock:
             self._check_open()
@@ -281,7 +281,7 @@ class Client(SwitchParticipation, RouteClient):
     def subscription_state(self, topic: str | TopicSelection, subscription: str) -> SubscriptionState:
         """The state this client's consumers of ``subscription`` on ``topic`` (or the same
         topics) share."""
-        from hotstandby.adapters.pulsar.subscription import SubscriptionState
+        from hotstandby.adapters.pulsar.consumer.subscription import SubscriptionState
 
         topics = topic if isinstance(topic, TopicSelection) else TopicSelection.of(topic)
         with self._lock:

@@ -17,7 +17,7 @@ from typing import cast
 import pulsar
 
 from hotstandby.adapters.pulsar.adapter import identity_of
-from hotstandby.adapters.pulsar.client_switch import close_quietly
+from hotstandby.adapters.pulsar.client.switch import close_quietly
 from hotstandby.configcenter.documents import ClusterSpec, Route
 from hotstandby.failover.identity import RecordId
 from hotstandby.logs import get_logger

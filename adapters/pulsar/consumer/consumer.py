@@ -16,10 +16,10 @@ never handing a message out again once it was acknowledged.
   are handed out again.
 * Ledgers are written by every consumer of the subscription (a save merges; nobody owns a
   Shared subscription's partition), and each consumer merges what the others store.
-* In a switch (the client's, see :mod:`hotstandby.adapters.pulsar.client`) the consumer
+* In a switch (the client's, see :mod:`hotstandby.adapters.pulsar.client.client`) the consumer
   stops handing out messages while the client's switch gate is closed, stores its ledgers and
   sends the pending acknowledgements to the old cluster, then subscribes on the new one where
-  :mod:`hotstandby.adapters.pulsar.start_position` says; whatever is read again is
+  :mod:`hotstandby.adapters.pulsar.consumer.start_position` says; whatever is read again is
   filtered. Messages handed out and not acknowledged at the switch are delivered again there
   (at least once); one acknowledged after the switch counts by its identity, and a
   cumulative acknowledgement covers what its partition handed out before it, on either
@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING, Any
 
 import pulsar
 
-from hotstandby.adapters.pulsar.acknowledging import Acknowledging
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM, identity_in
-from hotstandby.adapters.pulsar.handed import Handed, HandedOut, MessageKey, hand_out, stored_at
+from hotstandby.adapters.pulsar.consumer.acknowledging import Acknowledging
+from hotstandby.adapters.pulsar.consumer.handed import Handed, HandedOut, MessageKey, hand_out, stored_at
+from hotstandby.adapters.pulsar.consumer.start_position import start_after_copies
+from hotstandby.adapters.pulsar.consumer.subscription import SubscriptionState
 from hotstandby.adapters.pulsar.listener import MessageListener
-from hotstandby.adapters.pulsar.start_position import start_after_copies
-from hotstandby.adapters.pulsar.subscription import SubscriptionState
 from hotstandby.adapters.pulsar.topics import TopicSelection, full_topic, subscribe_pattern
 from hotstandby.adapters.pulsar.waits import as_pulsar_waits, deadline_of, slice_ms
 from hotstandby.configcenter.documents import ClusterSpec
@@ -50,7 +50,7 @@ from hotstandby.failover.identity import RecordId
 from hotstandby.logs import Seldom, get_logger
 
 if TYPE_CHECKING:
-    from hotstandby.adapters.pulsar.client import Client
+    from hotstandby.adapters.pulsar.client.client import Client
 
 __all__ = ["Consumer"]
 

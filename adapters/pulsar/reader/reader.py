@@ -7,7 +7,7 @@ and skips what it returned already — nothing is skipped that it did not return
 returned twice. Messages without an identity (not written by the SDK) are returned again.
 
 A reader that hears nothing for a while although the broker has messages left is replaced by
-one that starts after the last message read (:class:`~hotstandby.adapters.pulsar.stall_watch.StallWatch`).
+one that starts after the last message read (:class:`~hotstandby.adapters.pulsar.reader.stall_watch.StallWatch`).
 
 With ``reader_listener=``, the SDK reads (so the same holds) and calls
 ``listener(reader, message)`` on a thread of the reader's own
@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING, Any
 import pulsar
 
 from hotstandby.adapters.pulsar.adapter import identity_of
-from hotstandby.adapters.pulsar.client_switch import close_quietly
-from hotstandby.adapters.pulsar.handed import hand_out, stored_at
+from hotstandby.adapters.pulsar.client.switch import close_quietly
+from hotstandby.adapters.pulsar.consumer.handed import hand_out, stored_at
 from hotstandby.adapters.pulsar.listener import MessageListener
-from hotstandby.adapters.pulsar.stall_watch import StallWatch
+from hotstandby.adapters.pulsar.reader.stall_watch import StallWatch
 from hotstandby.adapters.pulsar.topics import full_topic
 from hotstandby.adapters.pulsar.waits import as_pulsar_waits, slices_ms
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.ledger.ledger import PartitionLedger
 
 if TYPE_CHECKING:
-    from hotstandby.adapters.pulsar.client import Client
+    from hotstandby.adapters.pulsar.client.client import Client
 
 __all__ = ["Reader"]
 

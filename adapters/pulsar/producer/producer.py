@@ -9,7 +9,7 @@ outbox (:mod:`hotstandby.failover.outbox`).
 In a switch the producer lets the old cluster acknowledge what it has if it answers, makes
 its counterpart on the new cluster, and re-sends in order, same properties and partition,
 every pending message and the replay window less what geo-replication provably copied
-(:mod:`hotstandby.adapters.pulsar.replication_position`). The callback of ``send_async``
+(:mod:`hotstandby.adapters.pulsar.producer.replication_position`). The callback of ``send_async``
 fires once per message: with the result on the cluster that acknowledged it last, or the
 failure pulsar-client reported (then it is not sent again).
 """
@@ -28,8 +28,8 @@ import pulsar
 from pulsar.schema import Schema
 
 from hotstandby.adapters.pulsar.adapter import ADAPTER, decode_identity
-from hotstandby.adapters.pulsar.producer_message import BYTES, Encoded, Message, SendCallback, exception_for
-from hotstandby.adapters.pulsar.replication_position import copied_through, offset_of, own_copies
+from hotstandby.adapters.pulsar.producer.message import BYTES, Encoded, Message, SendCallback, exception_for
+from hotstandby.adapters.pulsar.producer.replication_position import copied_through, offset_of, own_copies
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.configcenter.polling import wait_until
 from hotstandby.errors import ConfigError
@@ -40,7 +40,7 @@ from hotstandby.failover.probe import probe_cluster
 from hotstandby.logs import Seldom, get_logger
 
 if TYPE_CHECKING:
-    from hotstandby.adapters.pulsar.client import Client
+    from hotstandby.adapters.pulsar.client.client import Client
 
 __all__ = ["Producer"]
 

@@ -1,6 +1,6 @@
 """What a Pulsar ``Consumer`` handed out and the application has not acknowledged yet: on the
 cluster in use (by message key), and on the cluster it left last (acknowledged there by
-identity only, see :mod:`hotstandby.adapters.pulsar.consumer`)."""
+identity only, see :mod:`hotstandby.adapters.pulsar.consumer.consumer`)."""
 
 from __future__ import annotations
 

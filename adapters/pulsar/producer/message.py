@@ -1,4 +1,4 @@
-"""What a Pulsar ``Producer`` (:mod:`hotstandby.adapters.pulsar.producer`) keeps of a message
+"""What a Pulsar ``Producer`` (:mod:`hotstandby.adapters.pulsar.producer.producer`) keeps of a message
 until its re-send cannot be needed any more, and how it reports a failed send."""
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.logs import Seldom, get_logger
 
 if TYPE_CHECKING:
-    from hotstandby.adapters.pulsar.client import Client
+    from hotstandby.adapters.pulsar.client.client import Client
 
 __all__ = ["TableView"]
 

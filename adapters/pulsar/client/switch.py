@@ -1,6 +1,6 @@
 """The Pulsar ``Client``'s part in the switch protocol (:mod:`hotstandby.failover.switch_protocol`):
 the client moves its producers, consumers, readers and table views as one (see
-:mod:`hotstandby.adapters.pulsar.client`)."""
+:mod:`hotstandby.adapters.pulsar.client.client`)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,11 @@ from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
 
 if TYPE_CHECKING:
-    from hotstandby.adapters.pulsar.client import Member
-    from hotstandby.adapters.pulsar.consumer import Consumer
-    from hotstandby.adapters.pulsar.producer import Producer
-    from hotstandby.adapters.pulsar.reader import Reader
-    from hotstandby.adapters.pulsar.table_view import TableView
+    from hotstandby.adapters.pulsar.client.client import Member
+    from hotstandby.adapters.pulsar.consumer.consumer import Consumer
+    from hotstandby.adapters.pulsar.producer.producer import Producer
+    from hotstandby.adapters.pulsar.reader.reader import Reader
+    from hotstandby.adapters.pulsar.reader.table_view import TableView
 
 __all__ = ["Move", "SwitchParticipation", "close_quietly"]
 
@@ -43,7 +43,7 @@ class Move:
 
 
 class SwitchParticipation:
-    """The switch steps of :class:`~hotstandby.adapters.pulsar.client.Client`."""
+    """The switch steps of :class:`~hotstandby.adapters.pulsar.client.client.Client`."""
 
     options: ClientOptions
     _lock: threading.RLock

@@ -1,4 +1,4 @@
-"""How a Pulsar ``Consumer`` takes acknowledgements (see :mod:`hotstandby.adapters.pulsar.consumer`):
+"""How a Pulsar ``Consumer`` takes acknowledgements (see :mod:`hotstandby.adapters.pulsar.consumer.consumer`):
 recorded by identity in the subscription's ack tracker, sent to the broker once stored."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import threading
 import pulsar
 
 from hotstandby.adapters.pulsar.adapter import identity_of
-from hotstandby.adapters.pulsar.handed import Handed, HandedOut, MessageKey, Slot
-from hotstandby.adapters.pulsar.subscription import SubscriptionState, now_ms
+from hotstandby.adapters.pulsar.consumer.handed import Handed, HandedOut, MessageKey, Slot
+from hotstandby.adapters.pulsar.consumer.subscription import SubscriptionState, now_ms
 from hotstandby.adapters.pulsar.topics import TopicSelection
 from hotstandby.failover.identity import RecordId
 from hotstandby.logs import Seldom
@@ -18,7 +18,7 @@ __all__ = ["Acknowledging"]
 
 
 class Acknowledging:
-    """The acknowledging half of :class:`hotstandby.adapters.pulsar.consumer.Consumer`."""
+    """The acknowledging half of :class:`hotstandby.adapters.pulsar.consumer.consumer.Consumer`."""
 
     _lock: threading.RLock
     _out: HandedOut
