@@ -37,7 +37,7 @@ def register(spark: Any) -> None:
     """Register the ``hotstandby`` format with ``spark`` (a ``SparkSession``)."""
     import_adapter_module("kafka")  # a missing confluent-kafka says which extra to install
     try:  # imported here: importing this package must not import pyspark
-        source = importlib.import_module("hotstandby.spark_integration.source")
+        source = importlib.import_module("hotstandby.spark_integration.source.source")
     except ImportError as exc:
         raise MissingDependencyError(
             f"the Spark source needs pyspark and pyarrow: pip install 'hotstandby[spark]' ({exc})"

@@ -20,10 +20,10 @@ from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.ledger.staged import SwitchHints
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.refcluster import RefCluster
-from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
-from hotstandby.spark_integration.offsets import SourceOffset
-from hotstandby.spark_integration.options import SourceOptions, parse_options
-from hotstandby.spark_integration.stream_planner import StreamPlanner
+from hotstandby.spark_integration.source.cluster_plan import Arrival, PlanContext, ReadsPartition
+from hotstandby.spark_integration.source.offsets import SourceOffset
+from hotstandby.spark_integration.source.options import SourceOptions, parse_options
+from hotstandby.spark_integration.source.stream_planner import StreamPlanner
 from tests.integration.test_spark_source import options
 from tests.support import wait_for
 

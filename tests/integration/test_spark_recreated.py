@@ -19,8 +19,8 @@ from confluent_kafka.admin import AdminClient
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
-from hotstandby.spark_integration.options import parse_options
-from hotstandby.spark_integration.source import HotStandbyStreamReader
+from hotstandby.spark_integration.source.options import parse_options
+from hotstandby.spark_integration.source.source import HotStandbyStreamReader
 from tests.integration.kafka_helpers import create_topic, produce_values, read_all, topics
 from tests.integration.test_spark_source import options, replicated
 from tests.support import wait_for

@@ -14,13 +14,13 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.versioned import read_versioned
 from hotstandby.failover.ledger.staged import CopyMark, StagedAcks, StagedPart, read_on
 from hotstandby.refcluster import RefCluster
-from hotstandby.spark_integration.cluster_plan import ReadsPartition
-from hotstandby.spark_integration.kafka_read import ReadTask
-from hotstandby.spark_integration.options import parse_options
-from hotstandby.spark_integration.planning import Range, Task
-from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, id_text
-from hotstandby.spark_integration.pulsar_read import PulsarReadTask
-from hotstandby.spark_integration.replan import Replans
+from hotstandby.spark_integration.kafka.read import ReadTask
+from hotstandby.spark_integration.pulsar.cluster import PulsarCluster, id_text
+from hotstandby.spark_integration.pulsar.read import PulsarReadTask
+from hotstandby.spark_integration.source.cluster_plan import ReadsPartition
+from hotstandby.spark_integration.source.options import parse_options
+from hotstandby.spark_integration.source.planning import Range, Task
+from hotstandby.spark_integration.source.replan import Replans
 from tests.integration.kafka_helpers import create_topic, produce_values
 from tests.integration.test_spark_pulsar import send
 from tests.integration.test_spark_source import replicated

@@ -71,7 +71,7 @@ def test_tls_reads_the_pem_files_when_connecting(tmp_path: Path) -> None:
 
 def test_client_and_spark_options_carry_tls_and_credentials() -> None:
     from hotstandby.failover.client_options import ClientOptions
-    from hotstandby.spark_integration.options import parse_options
+    from hotstandby.spark_integration.source.options import parse_options
 
     config = {"hotstandby.route": "orders", "hotstandby.etcd": "https://e1:2379", "hotstandby.etcd.ca": "/ca.pem",
               "hotstandby.etcd.user": "app", "hotstandby.etcd.password": "pw"}  # fmt: skip

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hotstandby.errors import ValidationError
-from hotstandby.spark_integration.offsets import Detour, SourceOffset
+from hotstandby.spark_integration.source.offsets import Detour, SourceOffset
 
 topics = st.sampled_from(["orders", "kafka-a.orders", "payments", "a/b", "ü"])
 partition_maps = st.dictionaries(st.integers(0, 2000), st.integers(0, 2**62), min_size=1, max_size=6)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hotstandby.errors import ConfigError, ValidationError
-from hotstandby.spark_integration.options import EARLIEST, LATEST, MessageIds, SourceOptions, parse_options
+from hotstandby.spark_integration.source.options import EARLIEST, LATEST, MessageIds, SourceOptions, parse_options
 
 ETCD = "10.0.0.5:2379"  # explicit, so HOTSTANDBY_* variables do not matter
 

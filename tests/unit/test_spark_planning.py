@@ -10,8 +10,8 @@ from collections import Counter
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hotstandby.spark_integration.offsets import SourceOffset
-from hotstandby.spark_integration.planning import Range, Task, batch_ranges, cap, plan_tasks, rebuilt, recreated
+from hotstandby.spark_integration.source.offsets import SourceOffset
+from hotstandby.spark_integration.source.planning import Range, Task, batch_ranges, cap, plan_tasks, rebuilt, recreated
 
 
 def logical_of(topic: str) -> str:

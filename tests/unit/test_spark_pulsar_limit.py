@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from hotstandby.spark_integration.pulsar_cluster import id_key, id_text
-from hotstandby.spark_integration.pulsar_limit import capped_ends
+from hotstandby.spark_integration.pulsar.cluster import id_key, id_text
+from hotstandby.spark_integration.pulsar.limit import capped_ends
 
 
 def at(ledger: int, entry: int, batch: int = -1) -> str:

@@ -8,8 +8,8 @@ from typing import Any, cast
 import pytest
 
 from hotstandby.errors import ConfigError
-from hotstandby.spark_integration.options import EARLIEST, LATEST, MessageIds
-from hotstandby.spark_integration.pulsar_plan import starting_ids
+from hotstandby.spark_integration.pulsar.plan import starting_ids
+from hotstandby.spark_integration.source.options import EARLIEST, LATEST, MessageIds
 
 T = "persistent://public/default/t"
 PARTS = [f"{T}-partition-0", f"{T}-partition-1", "persistent://public/default/u"]

@@ -10,9 +10,9 @@ from pyspark.sql.types import BinaryType, LongType, StringType, StructField, Str
 
 from hotstandby.errors import ConfigError, ValidationError
 from hotstandby.failover.client_options import ClientOptions
-from hotstandby.spark_integration.sink import check_columns
-from hotstandby.spark_integration.sink_identity import task_session
-from hotstandby.spark_integration.sink_options import parse_sink_options
+from hotstandby.spark_integration.sink.identity import task_session
+from hotstandby.spark_integration.sink.options import parse_sink_options
+from hotstandby.spark_integration.sink.sink import check_columns
 
 BASE = {"hotstandby.route": "orders", "hotstandby.etcd": "127.0.0.1:2379"}
 

@@ -57,7 +57,9 @@ def test_a_typo_in_an_adapter_fails_mypy(tmp_path: pathlib.Path) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     errors = [e for e in result.stdout.splitlines() if ": error:" in e]
     assert len(errors) == 1, result.stdout
-    assert f"pulsar/consumer/consumer.py:{line}: error:" in errors[0] and "no_such_attribute" in errors[0], result.stdout
+    assert f"pulsar/consumer/consumer.py:{line}: error:" in errors[0] and "no_such_attribute" in errors[0], (
+        result.stdout
+    )
 
 
 def test_the_facades_carry_their_classes_types(tmp_path: pathlib.Path) -> None:

@@ -16,14 +16,14 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import StructType
 
 from hotstandby.errors import ConfigError
-from hotstandby.spark_integration.batch import plan_batch
-from hotstandby.spark_integration.cluster_plan import ReadsPartition
-from hotstandby.spark_integration.offsets import SourceOffset
-from hotstandby.spark_integration.options import SourceOptions, parse_options
-from hotstandby.spark_integration.sink import HotStandbyStreamWriter, HotStandbyWriter, check_columns
-from hotstandby.spark_integration.sink_options import SinkOptions, parse_sink_options
-from hotstandby.spark_integration.stream_planner import StreamPlanner
-from hotstandby.spark_integration.systems import route_kind, schema_ddl, sink_writer, system
+from hotstandby.spark_integration.sink.options import SinkOptions, parse_sink_options
+from hotstandby.spark_integration.sink.sink import HotStandbyStreamWriter, HotStandbyWriter, check_columns
+from hotstandby.spark_integration.source.batch import plan_batch
+from hotstandby.spark_integration.source.cluster_plan import ReadsPartition
+from hotstandby.spark_integration.source.offsets import SourceOffset
+from hotstandby.spark_integration.source.options import SourceOptions, parse_options
+from hotstandby.spark_integration.source.stream_planner import StreamPlanner
+from hotstandby.spark_integration.source.systems import route_kind, schema_ddl, sink_writer, system
 
 __all__ = ["HotStandbyDataSource", "HotStandbyReader", "HotStandbyStreamReader"]
 

@@ -29,7 +29,7 @@ from hotstandby.adapter import cluster_keys
 from hotstandby.errors import ConfigError, ValidationError
 from hotstandby.etcd_security import ETCD_SECURITY_KEYS, etcd_security_args
 from hotstandby.settings import Settings
-from hotstandby.spark_integration.options import keyword_value
+from hotstandby.spark_integration.source.options import keyword_value
 
 __all__ = ["SinkOptions", "parse_sink_options"]
 

@@ -16,14 +16,14 @@ from hotstandby.errors import ConfigError
 from hotstandby.failover.ledger.staged import SwitchHints
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
-from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
-from hotstandby.spark_integration.kafka_cluster import KafkaCluster
-from hotstandby.spark_integration.kafka_detour import detour
-from hotstandby.spark_integration.kafka_read import ReadTask
-from hotstandby.spark_integration.offsets import SourceOffset
-from hotstandby.spark_integration.options import EARLIEST, LATEST, MessageIds, SourceOptions
-from hotstandby.spark_integration.planning import Range, Slot, batch_ranges, cap, plan_tasks, rebuilt, recreated
-from hotstandby.spark_integration.schema import kafka_schema_ddl
+from hotstandby.spark_integration.kafka.cluster import KafkaCluster
+from hotstandby.spark_integration.kafka.detour import detour
+from hotstandby.spark_integration.kafka.read import ReadTask
+from hotstandby.spark_integration.source.cluster_plan import Arrival, PlanContext, ReadsPartition
+from hotstandby.spark_integration.source.offsets import SourceOffset
+from hotstandby.spark_integration.source.options import EARLIEST, LATEST, MessageIds, SourceOptions
+from hotstandby.spark_integration.source.planning import Range, Slot, batch_ranges, cap, plan_tasks, rebuilt, recreated
+from hotstandby.spark_integration.source.schema import kafka_schema_ddl
 
 __all__ = ["KafkaPlan", "batch_tasks", "open_plan", "schema_ddl"]
 
@@ -54,7 +54,7 @@ def check_kafka_options(options: SourceOptions) -> None:
 
 
 class KafkaPlan:
-    """:class:`~hotstandby.spark_integration.cluster_plan.ClusterPlan` for a Kafka cluster."""
+    """:class:`~hotstandby.spark_integration.source.cluster_plan.ClusterPlan` for a Kafka cluster."""
 
     unreachable: tuple[type[BaseException], ...] = (KafkaException,)
 

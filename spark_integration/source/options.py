@@ -53,7 +53,7 @@ from hotstandby.errors import ConfigError, ValidationError
 from hotstandby.etcd_security import ETCD_SECURITY_KEYS, etcd_security_args
 from hotstandby.failover.client_options import parse_allowed
 from hotstandby.settings import Settings
-from hotstandby.spark_integration.offsets import read_positions
+from hotstandby.spark_integration.source.offsets import read_positions
 
 __all__ = ["EARLIEST", "LATEST", "MessageIds", "SourceOptions", "keyword_value", "parse_options"]
 

@@ -31,9 +31,9 @@ from hotstandby.configcenter.documents import Route
 from hotstandby.configcenter.versioned import create_value, delete_keys, read_prefix, read_versioned
 from hotstandby.errors import HotStandbyError, ValidationError
 from hotstandby.logs import get_logger
-from hotstandby.spark_integration.kafka_cluster import KafkaCluster
-from hotstandby.spark_integration.options import SourceOptions
-from hotstandby.spark_integration.planning import Range
+from hotstandby.spark_integration.kafka.cluster import KafkaCluster
+from hotstandby.spark_integration.source.options import SourceOptions
+from hotstandby.spark_integration.source.planning import Range
 
 __all__ = ["STALL_S", "Replan", "Replans", "RouteMoved", "replan_task"]
 

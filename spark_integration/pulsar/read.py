@@ -24,11 +24,11 @@ from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.staged import Copies, CopyMark, StagedPart, copy_from, merge_copies, read_on
 from hotstandby.logs import get_logger
-from hotstandby.spark_integration.options import SourceOptions
-from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, client_kwargs, id_key, message_id
-from hotstandby.spark_integration.replan import STALL_S, Replan, Replans
-from hotstandby.spark_integration.schema import PulsarRows
-from hotstandby.spark_integration.task_run import ClusterGone, TaskPlace, run_task
+from hotstandby.spark_integration.pulsar.cluster import PulsarCluster, client_kwargs, id_key, message_id
+from hotstandby.spark_integration.source.options import SourceOptions
+from hotstandby.spark_integration.source.replan import STALL_S, Replan, Replans
+from hotstandby.spark_integration.source.schema import PulsarRows
+from hotstandby.spark_integration.source.task_run import ClusterGone, TaskPlace, run_task
 
 __all__ = ["PulsarReadTask", "read_pulsar_task"]
 

@@ -19,8 +19,8 @@ from confluent_kafka.admin import AdminClient
 from hotstandby.adapters.kafka.client_logs import with_logger
 from hotstandby.adapters.kafka.consumer.start_positions import StartPositions, Visit
 from hotstandby.configcenter.documents import ClusterSpec, Link
-from hotstandby.spark_integration.options import SourceOptions
-from hotstandby.spark_integration.planning import Slot
+from hotstandby.spark_integration.source.options import SourceOptions
+from hotstandby.spark_integration.source.planning import Slot
 
 __all__ = ["KafkaCluster", "client_config"]
 

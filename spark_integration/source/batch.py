@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigError
-from hotstandby.spark_integration.cluster_plan import ReadsPartition
-from hotstandby.spark_integration.options import SourceOptions
-from hotstandby.spark_integration.systems import system
+from hotstandby.spark_integration.source.cluster_plan import ReadsPartition
+from hotstandby.spark_integration.source.options import SourceOptions
+from hotstandby.spark_integration.source.systems import system
 
 __all__ = ["plan_batch"]
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from hotstandby.logs import get_logger
-from hotstandby.spark_integration.cluster_plan import PlanContext
-from hotstandby.spark_integration.kafka_cluster import KafkaCluster
-from hotstandby.spark_integration.offsets import Detour
-from hotstandby.spark_integration.options import SourceOptions
-from hotstandby.spark_integration.planning import Slot
+from hotstandby.spark_integration.kafka.cluster import KafkaCluster
+from hotstandby.spark_integration.source.cluster_plan import PlanContext
+from hotstandby.spark_integration.source.offsets import Detour
+from hotstandby.spark_integration.source.options import SourceOptions
+from hotstandby.spark_integration.source.planning import Slot
 
 __all__ = ["detour"]
 

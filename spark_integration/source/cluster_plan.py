@@ -1,6 +1,6 @@
 """What the streaming planner asks of one cluster, whatever the messaging system.
 
-:class:`~hotstandby.spark_integration.stream_planner.StreamPlanner` runs the route, the switch
+:class:`~hotstandby.spark_integration.source.stream_planner.StreamPlanner` runs the route, the switch
 protocol and the ledger the same way for every system; a :class:`ClusterPlan` (Kafka:
 :mod:`.kafka_plan`, Pulsar: :mod:`.pulsar_plan`) knows how positions look on one cluster of
 that system: where a query starts, how far the next batch goes, which tasks read it, where to
@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from hotstandby.configcenter.documents import ClusterSpec, Link
 from hotstandby.failover.ledger.staged import SwitchHints
 from hotstandby.failover.switch_protocol import SwitchPlan
-from hotstandby.spark_integration.offsets import SourceOffset
+from hotstandby.spark_integration.source.offsets import SourceOffset
 
 __all__ = ["Arrival", "ClusterPlan", "PlanContext", "ReadsPartition"]
 

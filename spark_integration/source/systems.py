@@ -1,7 +1,7 @@
 """Which module plans reads for which kind of cluster, and the schema of a route's rows.
 
 Each module here has ``open_plan(spec, options, context)`` (a
-:class:`~hotstandby.spark_integration.cluster_plan.ClusterPlan`), ``batch_tasks(options,
+:class:`~hotstandby.spark_integration.source.cluster_plan.ClusterPlan`), ``batch_tasks(options,
 route, spec, links)`` and ``SCHEMA_DDL`` or ``schema_ddl(options)``; it is imported when a
 route of its kind is read (it imports the system's client library).
 """
@@ -13,20 +13,20 @@ from types import ModuleType
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigError
-from hotstandby.spark_integration.options import SourceOptions
-from hotstandby.spark_integration.sink_options import SinkOptions
+from hotstandby.spark_integration.sink.options import SinkOptions
+from hotstandby.spark_integration.source.options import SourceOptions
 
 __all__ = ["SINKS", "SYSTEMS", "route_kind", "schema_ddl", "sink_writer", "system"]
 
 SYSTEMS = {
-    "kafka": "hotstandby.spark_integration.kafka_plan",
-    "pulsar": "hotstandby.spark_integration.pulsar_plan",
+    "kafka": "hotstandby.spark_integration.kafka.plan",
+    "pulsar": "hotstandby.spark_integration.pulsar.plan",
 }
 
 #: The sink's writer of each kind: a module with ``write_rows(options, rows, session)``.
 SINKS = {
-    "kafka": "hotstandby.spark_integration.sink_kafka",
-    "pulsar": "hotstandby.spark_integration.sink_pulsar",
+    "kafka": "hotstandby.spark_integration.sink.kafka",
+    "pulsar": "hotstandby.spark_integration.sink.pulsar",
 }
 
 

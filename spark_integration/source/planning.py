@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from hotstandby.spark_integration.offsets import SourceOffset
+from hotstandby.spark_integration.source.offsets import SourceOffset
 
 __all__ = ["Range", "Slot", "Task", "batch_ranges", "cap", "plan_tasks", "rebuilt", "recreated"]
 

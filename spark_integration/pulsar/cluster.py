@@ -24,7 +24,7 @@ from hotstandby.adapters.pulsar.consumer.start_position import holds
 from hotstandby.adapters.pulsar.topics import full_topic, logical_partition
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.ledger.staged import CopyMark
-from hotstandby.spark_integration.options import SourceOptions
+from hotstandby.spark_integration.source.options import SourceOptions
 
 __all__ = ["PulsarCluster", "full_topic", "id_key", "id_text", "logical_partition", "message_id"]
 

@@ -1,7 +1,7 @@
 """The streaming source's driver side: offsets, batch plans, commits, and the switch.
 
 What differs between messaging systems is in a
-:class:`~hotstandby.spark_integration.cluster_plan.ClusterPlan` per cluster. One planner serves one query, in Spark's long-lived Python runner for the query's source. It
+:class:`~hotstandby.spark_integration.source.cluster_plan.ClusterPlan` per cluster. One planner serves one query, in Spark's long-lived Python runner for the query's source. It
 follows the route with the core's :class:`~hotstandby.failover.follower.RouteFollower` and
 takes part in the one switch protocol:
 
@@ -43,10 +43,10 @@ from hotstandby.failover.probe import probe_cluster
 from hotstandby.failover.switch_gate import SwitchGate
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import Seldom, get_logger
-from hotstandby.spark_integration.cluster_plan import Arrival, ClusterPlan, PlanContext, ReadsPartition
-from hotstandby.spark_integration.offsets import SourceOffset
-from hotstandby.spark_integration.options import SourceOptions
-from hotstandby.spark_integration.replan import Replans
+from hotstandby.spark_integration.source.cluster_plan import Arrival, ClusterPlan, PlanContext, ReadsPartition
+from hotstandby.spark_integration.source.offsets import SourceOffset
+from hotstandby.spark_integration.source.options import SourceOptions
+from hotstandby.spark_integration.source.replan import Replans
 
 __all__ = ["PlanOpener", "StreamPlanner", "batch_name"]
 

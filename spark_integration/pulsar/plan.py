@@ -6,7 +6,7 @@ after a switch the query reads each partition of the new cluster from the newest
 copy of it the query read (``__MSG_PROP_REPL_SOURCE_POSITION``, kept by committed batches),
 else from its first message; the ledger drops what it emitted before. Pulsar counts no
 offsets, so ``maxOffsetsPerTrigger`` does not apply; ``maxEntriesPerTrigger`` caps a batch in
-entries (:mod:`~hotstandby.spark_integration.pulsar_limit`).
+entries (:mod:`~hotstandby.spark_integration.pulsar.limit`).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from hotstandby.configcenter.documents import ClusterSpec, Link, Route
 from hotstandby.errors import ConfigError
 from hotstandby.failover.ledger.staged import Copies, SwitchHints, copy_from
 from hotstandby.failover.switch_protocol import SwitchPlan
-from hotstandby.spark_integration.cluster_plan import Arrival, PlanContext, ReadsPartition
-from hotstandby.spark_integration.offsets import SourceOffset
-from hotstandby.spark_integration.options import EARLIEST, LATEST, MessageIds, SourceOptions
-from hotstandby.spark_integration.pulsar_cluster import PulsarCluster, full_topic, id_key, logical_partition
-from hotstandby.spark_integration.pulsar_limit import capped_ends
-from hotstandby.spark_integration.pulsar_read import PulsarReadTask
-from hotstandby.spark_integration.schema import PULSAR_SCHEMA_DDL
+from hotstandby.spark_integration.pulsar.cluster import PulsarCluster, full_topic, id_key, logical_partition
+from hotstandby.spark_integration.pulsar.limit import capped_ends
+from hotstandby.spark_integration.pulsar.read import PulsarReadTask
+from hotstandby.spark_integration.source.cluster_plan import Arrival, PlanContext, ReadsPartition
+from hotstandby.spark_integration.source.offsets import SourceOffset
+from hotstandby.spark_integration.source.options import EARLIEST, LATEST, MessageIds, SourceOptions
+from hotstandby.spark_integration.source.schema import PULSAR_SCHEMA_DDL
 
 __all__ = [
     "PulsarPlan",
@@ -102,7 +102,7 @@ def _at_most(ids: Mapping[str, str], target: Mapping[str, str]) -> dict[str, str
 
 
 class PulsarPlan:
-    """:class:`~hotstandby.spark_integration.cluster_plan.ClusterPlan` for a Pulsar cluster."""
+    """:class:`~hotstandby.spark_integration.source.cluster_plan.ClusterPlan` for a Pulsar cluster."""
 
     unreachable: tuple[type[BaseException], ...] = (pulsar.PulsarException,)
 

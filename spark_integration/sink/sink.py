@@ -4,7 +4,7 @@ route's active cluster, with identities that make a batch written again harmless
 Each task writes through the SDK's producer (Kafka) or client (Pulsar), which follows the route:
 a flip during a write moves the rest of the task to the new cluster and re-sends what the old
 one had not acknowledged. Each task's rows get identities derived from the query, the batch,
-the task's partition and the rows' order (:mod:`~hotstandby.spark_integration.sink_identity`).
+the task's partition and the rows' order (:mod:`~hotstandby.spark_integration.sink.identity`).
 A task reports its rows only once all are acknowledged; otherwise it fails, and Spark's retry
 writes the same identities again.
 """
@@ -20,10 +20,10 @@ from pyspark.sql.types import StructType
 
 from hotstandby.errors import ConfigError, HotStandbyError
 from hotstandby.logs import get_logger
-from hotstandby.spark_integration.sink_identity import BATCH_ID, QUERY_ID, task_session
-from hotstandby.spark_integration.sink_options import SinkOptions
-from hotstandby.spark_integration.sink_result import TaskWrite
-from hotstandby.spark_integration.systems import sink_writer
+from hotstandby.spark_integration.sink.identity import BATCH_ID, QUERY_ID, task_session
+from hotstandby.spark_integration.sink.options import SinkOptions
+from hotstandby.spark_integration.sink.result import TaskWrite
+from hotstandby.spark_integration.source.systems import sink_writer
 
 __all__ = ["HotStandbyStreamWriter", "HotStandbyWriter", "check_columns"]
 

@@ -3,7 +3,7 @@
 ``value`` (binary or string, required), ``key`` (binary or string), ``topic`` (string; the
 ``topic`` option overrides it), ``partition`` (int; none or null: the SDK's partitioner) and
 ``headers`` (array of (key string, value binary)). The producer's identity session is the
-task's (:mod:`~hotstandby.spark_integration.sink_identity`): the same rows written again, in
+task's (:mod:`~hotstandby.spark_integration.sink.identity`): the same rows written again, in
 the same order, get the same identities.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 from hotstandby.adapters.kafka import Producer
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import HotStandbyError
-from hotstandby.spark_integration.sink_options import SinkOptions
-from hotstandby.spark_integration.sink_result import TaskWrite, as_bytes
+from hotstandby.spark_integration.sink.options import SinkOptions
+from hotstandby.spark_integration.sink.result import TaskWrite, as_bytes
 
 __all__ = ["write_rows"]
 

@@ -18,8 +18,8 @@ from hotstandby.configcenter.polling import patiently
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.staged import StagedAcks, StagedPart
 from hotstandby.logs import get_logger
-from hotstandby.spark_integration.options import SourceOptions
-from hotstandby.spark_integration.replan import Replan, Replans, RouteMoved
+from hotstandby.spark_integration.source.options import SourceOptions
+from hotstandby.spark_integration.source.replan import Replan, Replans, RouteMoved
 
 __all__ = ["ClusterGone", "PartReader", "TaskPlace", "run_task"]
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 
 import pulsar
 
-from hotstandby.spark_integration.planning import Slot, cap
-from hotstandby.spark_integration.pulsar_cluster import id_key, id_text, message_id
+from hotstandby.spark_integration.pulsar.cluster import id_key, id_text, message_id
+from hotstandby.spark_integration.source.planning import Slot, cap
 
 __all__ = ["capped_ends"]
 

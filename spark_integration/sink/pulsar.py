@@ -4,7 +4,7 @@ columns).
 ``value`` (binary or string, required), ``__key`` (string: the partition key), ``__topic``
 (string; the ``topic`` option overrides it), ``__eventTime`` (timestamp) and
 ``__messageProperties`` (map of strings). One producer per topic, all with the task's identity
-session (:mod:`~hotstandby.spark_integration.sink_identity`).
+session (:mod:`~hotstandby.spark_integration.sink.identity`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import pulsar
 from hotstandby.adapters.pulsar import Client
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import HotStandbyError
-from hotstandby.spark_integration.sink_options import SinkOptions
-from hotstandby.spark_integration.sink_result import TaskWrite, as_bytes
+from hotstandby.spark_integration.sink.options import SinkOptions
+from hotstandby.spark_integration.sink.result import TaskWrite, as_bytes
 
 __all__ = ["write_rows"]
 

@@ -34,12 +34,12 @@ from hotstandby.failover.ledger.emission_order import EmissionOrder
 from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.staged import StagedPart
 from hotstandby.logs import get_logger
-from hotstandby.spark_integration.kafka_cluster import client_config
-from hotstandby.spark_integration.options import SourceOptions
-from hotstandby.spark_integration.planning import Range, Task
-from hotstandby.spark_integration.replan import STALL_S, Replan, Replans, replan_task
-from hotstandby.spark_integration.schema import RowBuffer
-from hotstandby.spark_integration.task_run import ClusterGone, TaskPlace, run_task
+from hotstandby.spark_integration.kafka.cluster import client_config
+from hotstandby.spark_integration.source.options import SourceOptions
+from hotstandby.spark_integration.source.planning import Range, Task
+from hotstandby.spark_integration.source.replan import STALL_S, Replan, Replans, replan_task
+from hotstandby.spark_integration.source.schema import RowBuffer
+from hotstandby.spark_integration.source.task_run import ClusterGone, TaskPlace, run_task
 
 __all__ = ["DataLossError", "ReadTask", "read_task"]
 
