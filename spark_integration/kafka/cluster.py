@@ -2,7 +2,7 @@
 reads there, their watermarks, the query's committed progress, and where to start after a
 switch.
 
-Only metadata passes through here; records are read by the executors (:mod:`.kafka_read`).
+Only metadata passes through here; records are read by the executors (:mod:`.read`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What an executor does with one planned Pulsar task: read one partition with a reader from
 the message after the batch's start to the end of the batch's last entry, drop what the
 query's ledger holds and what the task emitted already, and return the rest as Arrow record
-batches; a streaming task then stages what it emitted (as :mod:`.kafka_read` does).
+batches; a streaming task then stages what it emitted (as :mod:`hotstandby.spark_integration.kafka.read` does).
 
 A task whose cluster stops sending after the route moved to another cluster reads the
 partition there from its first message instead (the ledger and what it emitted drop what it

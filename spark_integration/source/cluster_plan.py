@@ -2,7 +2,8 @@
 
 :class:`~hotstandby.spark_integration.source.stream_planner.StreamPlanner` runs the route, the switch
 protocol and the ledger the same way for every system; a :class:`ClusterPlan` (Kafka:
-:mod:`.kafka_plan`, Pulsar: :mod:`.pulsar_plan`) knows how positions look on one cluster of
+:mod:`hotstandby.spark_integration.kafka.plan`, Pulsar:
+:mod:`hotstandby.spark_integration.pulsar.plan`) knows how positions look on one cluster of
 that system: where a query starts, how far the next batch goes, which tasks read it, where to
 start after a switch.
 """

@@ -36,10 +36,10 @@ never hands a record over twice.
 ``hotstandby.on_switch`` (a callable in the configuration) is given each switch event
 (docs/observability.md).
 
-The class delegates: fetching and the filter (``consumer_fetch``), acknowledging and committing
+The class delegates: fetching and the filter (``fetch``), acknowledging and committing
 (``consumer_commit``), subscription and rebalances (``consumer_rebalance``), its part in the
-switch protocol (``consumer_switch``), the rest of confluent-kafka's surface
-(``consumer_extras``); the state they share lives in ``consumer_state``. docs/kafka-api.md
+switch protocol (``switch``), the rest of confluent-kafka's surface
+(``extras``); the state they share lives in ``state``. docs/kafka-api.md
 says what each method does across a switch.
 """
 

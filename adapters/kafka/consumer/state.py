@@ -2,8 +2,8 @@
 consumer, the topics, the ack tracker (every position: handed out, processed, acknowledged)
 and the ledgers, under one lock.
 
-The parts — fetching (``consumer_fetch``), committing (``consumer_commit``), rebalances
-(``consumer_rebalance``) and the switch (``consumer_switch``) — each keep only their own
+The parts — fetching (``fetch``), committing (``commit``), rebalances
+(``rebalance``) and the switch (``switch``) — each keep only their own
 bookkeeping and reach this state; the public class (``consumer``) delegates to them.
 """
 

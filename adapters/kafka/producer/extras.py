@@ -1,6 +1,6 @@
 """The part of confluent-kafka's Producer surface that is not about producing records across
 a switch: metadata and credentials of the cluster in use, batches, and the transaction methods
-(on the cluster in use: producer_txn; ``send_offsets_to_transaction`` is not offered,
+(on the cluster in use: ``transactions``; ``send_offsets_to_transaction`` is not offered,
 docs/kafka-api.md); and the producer's part in the switch protocol, kept off that surface."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ producer flipped back, see held_records); then new records follow. Records the o
 twice, or that replication copied, are filtered by consumers by their hs-id. ``on_delivery``
 fires exactly once per produced record. ``hotstandby.on_switch`` (a callable in the
 configuration) is given each switch event (docs/observability.md). With ``transactional.id``,
-transactions run on the cluster in use (producer_txn: what a switch does to them).
+transactions run on the cluster in use (``transactions``: what a switch does to them).
 """
 
 from __future__ import annotations

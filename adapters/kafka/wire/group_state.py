@@ -6,7 +6,7 @@ coordinator (``rd_kafka_enq_once_del_source_return: Assertion `eonce->refcnt > 0
 callers of which are those requests): an hour of flips in ``bench/soak.py`` killed the
 application process that way. Leaving a group in turn (:mod:`.group_leave`) asks for the
 group's state ten times a second while members leave, so it asks here instead
-(:mod:`.group_wire`). A cluster whose clients authenticate with SASL (which these requests
+(:mod:`.requests`). A cluster whose clients authenticate with SASL (which these requests
 would have to do first), or a group DescribeGroups does not know (a KIP-848 consumer group),
 is :data:`UNSUPPORTED`.
 """
