@@ -80,7 +80,7 @@ class SerializingProducer(Producer):
     ) -> None:
         """Serialize ``key`` and ``value`` (``KeySerializationError``,
         ``ValueSerializationError``) and produce them, as confluent-kafka's."""
-        if self._closed:  # before the serializers, which may register schemas
+        if self._s.closed:  # before the serializers, which may register schemas
             raise RuntimeError("Producer has been closed")
         if not isinstance(topic, str):
             raise TypeError(f"topic must be a str, not {type(topic).__name__}")

@@ -25,7 +25,7 @@ def test_a_producer_uses_the_center_passed_in_and_leaves_it_open() -> None:
     producer = Producer({"hotstandby.route": "r", "hotstandby.etcd": f"127.0.0.1:{_closed_port()}"}, center=center)
     try:
         assert producer.cluster == "kafka-a"
-        assert isinstance(producer._switching, SwitchParticipant)
+        assert isinstance(producer._switch, SwitchParticipant)
         assert not isinstance(producer, SwitchParticipant), "the protocol's methods are not on the public surface"
     finally:
         producer.close(timeout=0)

@@ -5,18 +5,16 @@ that answer as confluent-kafka's do; the outbox is the real one. No processes.""
 from __future__ import annotations
 
 import socket
-import threading
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from hotstandby.adapters.kafka.producer.producer import _Record
+from hotstandby.adapters.kafka.producer.state import ProducerState, Record
 from hotstandby.adapters.kafka.producer.transactions import Transactions
 from hotstandby.configcenter.documents import ClusterSpec, Route
+from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.identity import RecordId
-from hotstandby.failover.outbox import Outbox
 from hotstandby.failover.switch_protocol import SwitchPlan
 from tests.support import capture_logs
 
@@ -48,16 +46,15 @@ class Raw:
 
 
 class FakeProducer:
-    """What Transactions uses of the facade Producer."""
+    """A producer's state as Transactions shares it, and the re-sends it asked for."""
 
     def __init__(self, inner: Raw) -> None:
-        self._lock = threading.RLock()
-        self._outbox: Outbox[tuple[str, int, int], _Record] = Outbox(60_000, 1 << 20)
-        self._inner: Any = inner
-        self.options = SimpleNamespace(client_id="p-txn")
-        self.sent: list[tuple[Raw, list[_Record]]] = []
+        options, raw = ClientOptions.split({"hotstandby.route": "r", "hotstandby.client.id": "p-txn"}, role="producer")
+        self.state = ProducerState(options, raw, max_pending=100, message_timeout_ms=1000)
+        self.state.inner = inner  # type: ignore[assignment]
+        self.sent: list[tuple[Raw, list[Record]]] = []
 
-    def _replay(self, client: Raw, records: list[_Record]) -> None:
+    def replay(self, client: Raw, records: list[Record]) -> None:
         self.sent.append((client, list(records)))
 
 
@@ -78,43 +75,43 @@ PLAN = SwitchPlan(
 )
 
 
-def record(seq: int, reports: list[tuple[str | None, bytes]]) -> _Record:
+def record(seq: int, reports: list[tuple[str | None, bytes]]) -> Record:
     def report(err: KafkaError | None, msg: Any) -> None:
         reports.append((err.name() if err else None, msg.value()))
 
-    return _Record(topic="t", partition=0, key=None, value=f"v{seq}".encode(), headers=[], timestamp=1,
+    return Record(topic="t", partition=0, key=None, value=f"v{seq}".encode(), headers=[], timestamp=1,
                    rid=RecordId(bytes(16), 0, seq), on_delivery=report, size=2)  # fmt: skip
 
 
 def switch(txns: Transactions, producer: FakeProducer, new: Raw) -> None:
-    """The producer's move and resume, as _switch_move and _switch_resume run them."""
+    """The producer's move and resume, as ProducerSwitch runs them."""
     txns.connect(new)  # type: ignore[arg-type]
     txns.lock.acquire()
-    with producer._lock:
-        old, producer._inner = producer._inner, new
-        txns.move(old, new, PLAN)
-        replay = producer._outbox.replay()
+    with producer.state.lock:
+        old, producer.state.inner = producer.state.inner, new  # type: ignore[assignment]
+        txns.move(old, new, PLAN)  # type: ignore[arg-type]
+        replay = producer.state.outbox.replay()
         txns.begin_replay(new, replay.records)  # type: ignore[arg-type]
-        producer._replay(new, replay.records)
+        producer.replay(new, replay.records)
     txns.resume(old, PLAN)
 
 
 @pytest.fixture
 def setup() -> tuple[Transactions, FakeProducer, list[tuple[str | None, bytes]]]:
     producer = FakeProducer(Raw())
-    txns = Transactions(producer, enabled=True)  # type: ignore[arg-type]
+    txns = Transactions(producer.state, producer.replay, enabled=True)  # type: ignore[arg-type]
     txns.init_transactions(1)
     return txns, producer, []
 
 
-def produce(txns: Transactions, producer: FakeProducer, r: _Record, *, acked: bool) -> None:
-    with producer._lock:
+def produce(txns: Transactions, producer: FakeProducer, r: Record, *, acked: bool) -> None:
+    with producer.state.lock:
         txn = txns.for_record()
         assert txn is not None
-        producer._outbox.add(r.slot, r)
+        producer.state.outbox.add(r.slot, r)
         txn.records.append(r)
     if acked:
-        producer._outbox.acknowledged(r.slot, r.size)
+        producer.state.outbox.acknowledged(r.slot, r.size)
         r.reported = True
 
 
@@ -129,7 +126,7 @@ def test_a_replay_the_new_cluster_will_not_commit_goes_back_to_the_window(setup:
         switch(txns, producer, new)
     assert new.calls == ["init", "begin", "commit", "abort", "begin", "commit", "abort", "begin", "commit"]
     assert [len(records) for _, records in producer.sent] == [3, 3, 3], "each attempt sends the replay again"
-    assert (producer._outbox.pending, producer._outbox.in_window) == (0, 3), "kept for the next switch"
+    assert (producer.state.outbox.pending, producer.state.outbox.in_window) == (0, 3), "kept for the next switch"
     assert [e["event"] for e in logs if e["event"].startswith("producer.replay")][-1] == "producer.replay_failed"
     assert txns.lock.acquire(blocking=False), "the application's transactional calls are not held up"
     txns.lock.release()
@@ -150,7 +147,7 @@ def test_a_carried_transaction_the_new_cluster_will_not_commit_becomes_abortable
     txns.begin_transaction()
     produce(txns, producer, record(0, reports), acked=True)
     produce(txns, producer, record(1, reports), acked=False)
-    producer._inner.commit_errors = [RETRIABLE]
+    producer.state.inner.commit_errors = [RETRIABLE]
     with pytest.raises(KafkaException):
         txns.commit_transaction(1)  # no answer: the outcome is unknown
     switch(txns, producer, Raw([ABORTABLE] * 3))
@@ -160,5 +157,5 @@ def test_a_carried_transaction_the_new_cluster_will_not_commit_becomes_abortable
     assert info.value.args[0].txn_requires_abort()
     txns.abort_transaction(1)
     assert reports == [("_PURGE_QUEUE", b"v1")], "the record never acknowledged is reported purged, once"
-    assert producer._outbox.pending == 0
+    assert producer.state.outbox.pending == 0
     txns.begin_transaction()  # the next transaction runs

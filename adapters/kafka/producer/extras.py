@@ -1,61 +1,48 @@
 """The part of confluent-kafka's Producer surface that is not about producing records across
 a switch: metadata and credentials of the cluster in use, batches, and the transaction methods
 (on the cluster in use: ``transactions``; ``send_offsets_to_transaction`` is not offered,
-docs/kafka-api.md); and the producer's part in the switch protocol, kept off that surface."""
+docs/kafka-api.md)."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka import arguments
 from hotstandby.adapters.kafka.arguments import batch_arguments
-from hotstandby.adapters.kafka.producer.callback_interrupts import CallbackInterrupts
+from hotstandby.adapters.kafka.producer.state import ProducerState
 from hotstandby.adapters.kafka.producer.transactions import NO_OFFSETS, Transactions
 from hotstandby.adapters.kafka.surface import HANDLE_CLOSED, DeliveryCallback, not_supported
 from hotstandby.failover.follower import wait_slices
-from hotstandby.failover.outbox import Outbox
-from hotstandby.failover.switch_protocol import SwitchPlan
 
-if TYPE_CHECKING:
-    from hotstandby.adapters.kafka.producer.producer import Producer
-
-__all__ = ["ProducerExtras", "ProducerSwitching"]
+__all__ = ["ProducerExtras"]
 
 
 class ProducerExtras:
     """Methods of :class:`hotstandby.adapters.kafka.Producer` built on its ``produce`` and on the
     raw producer in use."""
 
-    _closed: bool
-    _inner: RawProducer
-    _lock: threading.RLock
-    _user_purge: bool
-    _raw_config: dict[str, Any]
+    _s: ProducerState
     _transactions: Transactions
-    _interrupts: CallbackInterrupts
-    _outbox: Outbox[Any, Any]  # the records not acknowledged yet
 
     produce: Callable[..., None]
 
     def _refuse_closed(self) -> None:
         """confluent-kafka's error for a closed producer (or one whose ``__init__`` never ran)."""
-        if self._closed:
+        if self._s.closed:
             raise RuntimeError("Producer has been closed")
 
     def poll(self, timeout: float | None = -1) -> int:
         """Serve delivery callbacks; returns how many were served."""
         arguments.timeout(timeout)
         if timeout == 0:  # the usual call after each produce(): nothing to wait for, no slices
-            return int(self._inner.poll(0))
+            return int(self._s.inner.poll(0))
         served = 0
         for wait in wait_slices(timeout):
-            poll = self._inner.poll
-            served += self._interrupts.serve(poll, wait)
+            poll = self._s.inner.poll
+            served += self._s.interrupts.serve(poll, wait)
             if served:
                 return served
         return served
@@ -64,11 +51,11 @@ class ProducerExtras:
         """Wait until every record was acknowledged (across switches); returns how many are left."""
         arguments.timeout(timeout)
         for wait in wait_slices(timeout):
-            flush = self._inner.flush  # first: a closed producer raises
-            self._interrupts.serve(flush, wait)
-            if not self._outbox.pending:
+            flush = self._s.inner.flush  # first: a closed producer raises
+            self._s.interrupts.serve(flush, wait)
+            if not self._s.outbox.pending:
                 break
-        return 0 if self._closed else self._outbox.pending  # as len(producer)
+        return 0 if self._s.closed else self._s.outbox.pending  # as len(producer)
 
     def produce_batch(
         self,
@@ -104,30 +91,30 @@ class ProducerExtras:
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
         """Drop records not yet sent; their callbacks get a purge error, as with confluent_kafka."""
         self._refuse_closed()
-        with self._lock:
-            self._user_purge = True
+        with self._s.lock:
+            self._s.user_purge = True
             try:
-                self._inner.purge(in_queue=in_queue, in_flight=in_flight, blocking=blocking)
-                self._inner.poll(0)
+                self._s.inner.purge(in_queue=in_queue, in_flight=in_flight, blocking=blocking)
+                self._s.inner.poll(0)
             finally:
-                self._user_purge = False
+                self._s.user_purge = False
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         """The metadata of the cluster in use (``ClusterMetadata``), as confluent-kafka's."""
-        return self._inner.list_topics(topic=topic, timeout=timeout)
+        return self._s.inner.list_topics(topic=topic, timeout=timeout)
 
     def cluster_id(self, timeout: float = -1) -> str | None:
         """The id of the cluster in use."""
-        cluster: str | None = self._inner.cluster_id(timeout=timeout)
+        cluster: str | None = self._s.inner.cluster_id(timeout=timeout)
         return cluster
 
     def set_sasl_credentials(self, username: str, password: str) -> None:
         """New SASL credentials for the cluster in use and every cluster the producer moves to."""
-        if self._closed:
+        if self._s.closed:
             raise RuntimeError(HANDLE_CLOSED)
-        with self._lock:
-            self._inner.set_sasl_credentials(username, password)
-            self._raw_config.update({"sasl.username": username, "sasl.password": password})
+        with self._s.lock:
+            self._s.inner.set_sasl_credentials(username, password)
+            self._s.raw_config.update({"sasl.username": username, "sasl.password": password})
 
     def init_transactions(self, timeout: float = -1) -> None:
         """As confluent-kafka's, on the cluster in use (a switch initialises the next cluster
@@ -157,31 +144,3 @@ class ProducerExtras:
         consumer's ack ledger."""
         self._refuse_closed()
         not_supported("send_offsets_to_transaction", NO_OFFSETS)
-
-
-class ProducerSwitching:
-    """A producer's part in the switch protocol (a ``SwitchParticipant``), kept off the
-    confluent-kafka surface of :class:`Producer`."""
-
-    peer_labels = None  # a producer waits for nobody
-
-    def __init__(self, producer: Producer) -> None:
-        self._producer = producer
-
-    def drain(self, plan: SwitchPlan) -> None:
-        self._producer._switch_drain(plan)
-
-    def store(self, plan: SwitchPlan) -> None:
-        self._producer._switch_store(plan)
-
-    def connect(self, plan: SwitchPlan) -> None:
-        self._producer._switch_connect(plan)
-
-    def move(self, plan: SwitchPlan) -> None:
-        self._producer._switch_move(plan)
-
-    def resume(self, plan: SwitchPlan) -> None:
-        self._producer._switch_resume(plan)
-
-    def abort(self, plan: SwitchPlan) -> None:
-        self._producer._switch_abort(plan)

@@ -24,17 +24,15 @@ taken before the producer's lock, and never held by the delivery path.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from confluent_kafka import KafkaError, KafkaException, Message
 from confluent_kafka import Producer as RawProducer
 
+from hotstandby.adapters.kafka.producer.state import ProducerState, Record
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
-
-if TYPE_CHECKING:
-    from hotstandby.adapters.kafka.producer.producer import Producer, _Record
 
 __all__ = ["NO_OFFSETS", "Transactions", "Txn", "report_purged"]
 
@@ -62,17 +60,21 @@ class Txn:
 
     def __init__(self, client: RawProducer) -> None:
         self.client = client  # the raw producer it was begun on
-        self.records: list[_Record] = []
+        self.records: list[Record] = []
         self.aborting = False  # abort_transaction() called: purge reports reach the application
         self.unanswered = False  # commit_transaction() ended with a retriable error: outcome unknown
         self.carried = ""  # the cluster a switch committed it on (with the replay)
 
 
 class Transactions:
-    """The transaction state of one producer (fields guarded by the producer's lock)."""
+    """The transaction state of one producer (fields guarded by the producer's lock).
+    ``replay(client, records)`` re-sends records in order (the producer's ``Sender``)."""
 
-    def __init__(self, producer: Producer, enabled: bool) -> None:
-        self._p = producer
+    def __init__(
+        self, state: ProducerState, replay: Callable[[RawProducer, list[Record]], None], enabled: bool
+    ) -> None:
+        self._s = state
+        self._replay = replay
         self.enabled = enabled  # transactional.id is set
         self.lock = threading.Lock()
         self.initialized = False  # the application's init_transactions() returned
@@ -81,24 +83,24 @@ class Transactions:
         self.doomed: KafkaError | None = None  # the abortable error a switch left `current` with
         self._prepared: RawProducer | None = None  # initialised by connect, not in use yet
         self._replaying: RawProducer | None = None  # holds the replay transaction resume commits
-        self._replayed: list[_Record] = []
+        self._replayed: list[Record] = []
         self._old_open = False  # the old cluster still has the application's transaction open
 
     # -- the application's calls ------------------------------------------------------------
 
     def init_transactions(self, timeout: float) -> None:
         with self.lock:
-            inner = self._p._inner
+            inner = self._s.inner
             # A switch initialises the client it moves to: the application's call finds it ready.
             if self.initialized or self.ready is not inner:
                 inner.init_transactions(timeout)
-            with self._p._lock:
+            with self._s.lock:
                 self.ready, self.initialized = inner, True
 
     def begin_transaction(self) -> None:
         with self.lock:
-            with self._p._lock:
-                inner = self._p._inner
+            with self._s.lock:
+                inner = self._s.inner
                 if self.doomed is not None:
                     raise KafkaException(self.doomed)  # as confluent-kafka in an abortable state
                 if self.enabled and not self.initialized:  # (a switch may have initialised the client)
@@ -106,7 +108,7 @@ class Transactions:
                 if self.current is not None and self.current.client is not inner:
                     raise _state_error("Operation not valid in state CommittingTransaction")
             inner.begin_transaction()
-            with self._p._lock:
+            with self._s.lock:
                 self.current = Txn(inner)
 
     def for_record(self) -> Txn | None:
@@ -117,16 +119,16 @@ class Transactions:
         if self.doomed is not None:
             raise KafkaException(self.doomed)
         txn = self.current
-        if txn is None or txn.client is not self._p._inner or txn.carried:
+        if txn is None or txn.client is not self._s.inner or txn.carried:
             raise _state_error(_ERRONEOUS)
         return txn
 
     def commit_transaction(self, timeout: float) -> None:
         with self.lock:
-            with self._p._lock:
+            with self._s.lock:
                 if self.doomed is not None:
                     raise KafkaException(self.doomed)
-                txn, inner = self.current, self._p._inner
+                txn, inner = self.current, self._s.inner
                 if txn is not None and txn.carried:
                     self.current = None  # the switch committed it, with the replay
                     return
@@ -136,14 +138,14 @@ class Transactions:
                 if txn is not None:  # a retriable error leaves the outcome unknown (see move)
                     txn.unanswered = exc.args[0].retriable()
                 raise
-            with self._p._lock:
+            with self._s.lock:
                 if self.current is txn:
                     self.current = None
 
     def abort_transaction(self, timeout: float) -> None:
         with self.lock:
-            with self._p._lock:
-                txn, inner = self.current, self._p._inner
+            with self._s.lock:
+                txn, inner = self.current, self._s.inner
                 if self.doomed is not None:
                     # Nothing open on the cluster in use: the switch aborted it on the old one.
                     self.doomed, self.current = None, None
@@ -161,9 +163,9 @@ class Transactions:
                 report_purged(unreported)  # as confluent-kafka's abort: the purge reports, now
                 return
             inner.abort_transaction(timeout)
-            with self._p._lock:
+            with self._s.lock:
                 if txn is not None:
-                    self._p._outbox.forget([r.slot for r in txn.records])
+                    self._s.outbox.forget([r.slot for r in txn.records])
                 if self.current is txn:
                     self.current = None
 
@@ -198,9 +200,9 @@ class Transactions:
             "transaction (docs/kafka-api.md)",
             txn_requires_abort=True,
         )
-        self._p._outbox.forget([r.slot for r in txn.records])
+        self._s.outbox.forget([r.slot for r in txn.records])
 
-    def begin_replay(self, new: RawProducer, records: list[_Record]) -> None:
+    def begin_replay(self, new: RawProducer, records: list[Record]) -> None:
         """Before the replay is sent (still in ``move``): it is one transaction."""
         if self.enabled and records:
             new.begin_transaction()  # local: no request, cannot wait
@@ -229,7 +231,7 @@ class Transactions:
                 return
             except KafkaException as exc:
                 err = exc.args[0]
-                log.warning("producer.replay_commit_failed", client=self._p.options.client_id, attempt=attempt,
+                log.warning("producer.replay_commit_failed", client=self._s.options.client_id, attempt=attempt,
                             cluster=plan.destination.name, error=err.str())  # fmt: skip
                 if err.fatal() or attempt == _REPLAY_ATTEMPTS:
                     break
@@ -240,21 +242,21 @@ class Transactions:
             try:
                 # The purge reports leave the records pending: the replay takes them again.
                 client.abort_transaction()
-                with self._p._lock:
-                    records = self._p._outbox.replay().records
+                with self._s.lock:
+                    records = self._s.outbox.replay().records
                     client.begin_transaction()
-                    self._p._replay(client, records)
+                    self._replay(client, records)
             except KafkaException:
                 break
-        with self._p._lock:
+        with self._s.lock:
             # Back into the window, for the next switch (a carried transaction's records leave).
             for record in records:
-                self._p._outbox.refused(record.slot, record.size)
+                self._s.outbox.refused(record.slot, record.size)
             if self.current is not None and self.current.carried:
                 self.current.carried = ""
                 self.doomed = KafkaError(KafkaError._OUTDATED, "transaction aborted: the switch could not commit it "
                                          f"on {plan.destination.name}", txn_requires_abort=True)  # fmt: skip
-        log.error("producer.replay_failed", client=self._p.options.client_id, cluster=plan.destination.name,
+        log.error("producer.replay_failed", client=self._s.options.client_id, cluster=plan.destination.name,
                   records=len(records), note="kept in the replay window for the next switch")  # fmt: skip
 
     def _abort_on(self, old: RawProducer, plan: SwitchPlan) -> bool:
@@ -265,27 +267,27 @@ class Transactions:
         if probe_cluster(plan.source, timeout=1.0).ok:
             try:
                 old.abort_transaction(_OLD_ABORT_TIMEOUT_S)
-                log.info("producer.old_transaction_aborted", client=self._p.options.client_id, cluster=plan.source.name)
+                log.info("producer.old_transaction_aborted", client=self._s.options.client_id, cluster=plan.source.name)
                 return True
             except KafkaException as exc:
                 error = exc.args[0].str()
-        log.warning("producer.old_transaction_left", client=self._p.options.client_id, cluster=plan.source.name,
+        log.warning("producer.old_transaction_left", client=self._s.options.client_id, cluster=plan.source.name,
                     error=error, note="it ends with the cluster's transaction timeout")  # fmt: skip
         return False
 
     def close(self, timeout: float) -> None:
         """As confluent-kafka's close(): abort the transaction in progress first."""
-        with self._p._lock:
+        with self._s.lock:
             txn = self.current
         if txn is None or txn.carried:
             return
         try:
             self.abort_transaction(timeout)
         except KafkaException as exc:
-            log.warning("producer.close_abort_failed", client=self._p.options.client_id, error=exc.args[0].str())
+            log.warning("producer.close_abort_failed", client=self._s.options.client_id, error=exc.args[0].str())
 
 
-def report_purged(records: list[_Record]) -> None:
+def report_purged(records: list[Record]) -> None:
     """The delivery reports confluent-kafka's abort_transaction() gives the records it purged."""
     err = KafkaError(KafkaError._PURGE_QUEUE)
     for r in records:
