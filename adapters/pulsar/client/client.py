@@ -28,7 +28,6 @@ consumers'.
 from __future__ import annotations
 
 import re
-import threading
 import weakref
 from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, cast
@@ -37,7 +36,8 @@ import pulsar
 
 from hotstandby.adapters.pulsar.client.error_messages import with_messages
 from hotstandby.adapters.pulsar.client.settings import client_kwargs
-from hotstandby.adapters.pulsar.client.switch import Move, SwitchParticipation, close_quietly
+from hotstandby.adapters.pulsar.client.state import ClientState
+from hotstandby.adapters.pulsar.client.switch import ClientSwitch, close_quietly
 from hotstandby.adapters.pulsar.topics import TopicSelection
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
@@ -70,7 +70,7 @@ _BYTES = pulsar.schema.BytesSchema()  # pulsar-client's default schema
 _MEMBER_WAIT_S = 60.0
 
 
-class Client(SwitchParticipation, RouteClient):
+class Client(RouteClient):
     """Drop-in replacement for :class:`pulsar.Client` that follows ``route`` (module doc).
 
     ``etcd``, ``namespace`` and ``client_id`` locate the config center and name the client;
@@ -113,34 +113,38 @@ class Client(SwitchParticipation, RouteClient):
                 f"options takes hotstandby.* settings only, got {sorted(rest)}; pass the rest as keywords"
             )
         self._client_kwargs = client_kwargs
-        self._lock = threading.RLock()
+        self._s = ClientState()
+        self._lock = self._s.lock
         self._gate = SwitchGate(self._lock)
-        self._move: Move | None = None
-        self._producers: list[Producer] = []
-        self._consumers: list[Consumer] = []
-        self._readers: list[Reader] = []
-        self._views: list[TableView] = []
         self._subscriptions: dict[tuple[Hashable, str], SubscriptionState] = {}
         self._closed = False
         self._retired = ClientCounts()  # what closed producers re-sent, closed consumers filtered
         self._follower = RouteFollower(self.options, "pulsar", role="client", center=center)
         self._ledger_store = ledger_store if ledger_store is not None else LedgerStore(self._follower.center)
-        self._inner: pulsar.Client
-        # The follower's threads reach the client through a weak proxy, and its counts through a
-        # weak method: a client the application drops without close() is collected, and then
-        # stops following (_forget).
+        self._switch = ClientSwitch(self.options, self._s, self._connect)
+        # The follower's threads reach the switch through a weak proxy, and the client's counts
+        # through a weak method: a client the application drops without close() is collected
+        # (and its switch with it), and then stops following (_forget).
         counts = weakref.WeakMethod(self._counts)
-        self._join(self._connect_first, cast("Client", weakref.proxy(self)), self._gate,
-                   lambda: _counts_of(counts))  # fmt: skip
+        participant = cast("ClientSwitch", weakref.proxy(self._switch))
+        self._join(self._connect_first, participant, self._gate, lambda: _counts_of(counts))
         self._forget = weakref.finalize(self, _forget, self._follower, self._subscriptions)
+
+    @property
+    def _spec(self) -> ClusterSpec:  # RouteClient's cluster in use
+        return self._s.spec
+
+    @_spec.setter
+    def _spec(self, spec: ClusterSpec) -> None:
+        self._s.spec = spec
 
     def _connect(self, spec: ClusterSpec) -> pulsar.Client:
         kwargs = client_kwargs(spec, self._client_kwargs)
         return with_messages(pulsar.Client(spec.url, **kwargs), kwargs.get("operation_timeout_seconds"))
 
     def _connect_first(self, spec: ClusterSpec) -> pulsar.Client:
-        self._inner = self._connect(spec)  # before following: a switch may start at once
-        return self._inner
+        self._s.inner = self._connect(spec)  # before following: a switch may start at once
+        return self._s.inner
 
     # -- the pulsar.Client surface ---------------------------------------------------------
 
@@ -153,7 +157,7 @@ class Client(SwitchParticipation, RouteClient):
             self._check_open()
             self._wait_no_switch()
             producer = Producer(self, topic, kwargs)
-            self._producers.append(producer)
+            self._s.producers.append(producer)
             return producer
 
     def subscribe(self, topic: str | list[str] | re.Pattern[str], subscription_name: str, **kwargs: Any) -> Consumer:
@@ -166,7 +170,7 @@ class Client(SwitchParticipation, RouteClient):
             self._check_open()
             self._wait_no_switch()
             consumer = Consumer(self, topics, subscription_name, kwargs)
-            self._consumers.append(consumer)
+            self._s.consumers.append(consumer)
             return consumer
 
     def create_reader(self, topic: str, start_message_id: pulsar.MessageId, **kwargs: Any) -> Reader:
@@ -179,20 +183,20 @@ class Client(SwitchParticipation, RouteClient):
             self._check_open()
             self._wait_no_switch()
             reader = Reader(self, topic, start_message_id, kwargs)
-            self._readers.append(reader)
+            self._s.readers.append(reader)
             return reader
 
     def get_topic_partitions(self, topic: str) -> list[str]:
         """As :meth:`pulsar.Client.get_topic_partitions`, on the cluster in use."""
         with self._lock:
             self._check_open()
-            return list(self._inner.get_topic_partitions(topic))
+            return list(self._s.inner.get_topic_partitions(topic))
 
     def get_service_info(self) -> pulsar.ServiceInfo:
         """As :meth:`pulsar.Client.get_service_info`: the cluster in use (it changes with a switch)."""
         with self._lock:
             self._check_open()
-            return self._inner.get_service_info()
+            return self._s.inner.get_service_info()
 
     def create_table_view(
         self, topic: str, subscription_name: str | None = None, schema: pulsar.schema.Schema = _BYTES
@@ -205,7 +209,7 @@ class Client(SwitchParticipation, RouteClient):
             self._check_open()
             self._wait_no_switch()
             view = TableView(self, topic, subscription_name, schema)
-            self._views.append(view)
+            self._s.views.append(view)
             return view
 
     def shutdown(self) -> None:
@@ -215,20 +219,20 @@ class Client(SwitchParticipation, RouteClient):
             if self._closed:
                 return
             self._closed = True
-            members: list[Member] = [*self._producers, *self._consumers, *self._readers, *self._views]
+            members: list[Member] = [*self._s.producers, *self._s.consumers, *self._s.readers, *self._s.views]
         self._follower.close()
         self._forget.detach()
         for member in members:
             member.abandon()
-        self._inner.shutdown()
+        self._s.inner.shutdown()
 
     def close(self) -> None:
         """Close every producer (flushing) and consumer made here, then the connection."""
         with self._lock:
             if self._closed:
                 return
-            producers, consumers, readers = list(self._producers), list(self._consumers), list(self._readers)
-            views = list(self._views)
+            producers, consumers, readers = list(self._s.producers), list(self._s.consumers), list(self._s.readers)
+            views = list(self._s.views)
         for producer in producers:
             producer.close()
         receivers: list[Consumer | Reader | TableView] = [*consumers, *readers, *views]
@@ -238,7 +242,7 @@ class Client(SwitchParticipation, RouteClient):
         self._forget.detach()
         with self._lock:
             self._closed = True
-            self._inner.close()
+            self._s.inner.close()
 
     def __enter__(self) -> Client:
         return self
@@ -250,7 +254,7 @@ class Client(SwitchParticipation, RouteClient):
 
     @property
     def inner(self) -> pulsar.Client:
-        return self._inner
+        return self._s.inner
 
     @property
     def spec(self) -> ClusterSpec:
@@ -270,13 +274,13 @@ class Client(SwitchParticipation, RouteClient):
         no longer moves."""
         close_quietly(inner)
         with self._lock:
-            if member in self._producers:
+            if member in self._s.producers:
                 resent = int(getattr(member, "resent", 0))
                 self._retired = ClientCounts(self._retired.resent + resent, self._retired.filtered)
-            self._producers = [p for p in self._producers if p is not member]
-            self._consumers = [c for c in self._consumers if c is not member]
-            self._readers = [r for r in self._readers if r is not member]
-            self._views = [v for v in self._views if v is not member]
+            self._s.producers = [p for p in self._s.producers if p is not member]
+            self._s.consumers = [c for c in self._s.consumers if c is not member]
+            self._s.readers = [r for r in self._s.readers if r is not member]
+            self._s.views = [v for v in self._s.views if v is not member]
 
     def subscription_state(self, topic: str | TopicSelection, subscription: str) -> SubscriptionState:
         """The state this client's consumers of ``subscription`` on ``topic`` (or the same
@@ -306,7 +310,7 @@ class Client(SwitchParticipation, RouteClient):
     def _counts(self) -> ClientCounts:
         """Records re-sent by this client's producers and filtered by its consumers, so far
         (read without the lock: a copy of each list; a count read mid-change is read again)."""
-        retired, producers, states = self._retired, list(self._producers), list(self._subscriptions.values())
+        retired, producers, states = self._retired, list(self._s.producers), list(self._subscriptions.values())
         return ClientCounts(
             resent=retired.resent + sum(p.resent for p in producers),
             filtered=retired.filtered + sum(s.acks.filtered for s in states),
@@ -320,11 +324,6 @@ class Client(SwitchParticipation, RouteClient):
         """(Lock held.) A member made during a switch would be made on the cluster left."""
         if not self._gate.wait_open(_MEMBER_WAIT_S):
             raise pulsar.Timeout(f"a switch of route {self.options.route!r} did not end within {_MEMBER_WAIT_S:g} s")
-
-    def _members(self) -> tuple[list[Producer], list[Consumer], list[Reader | TableView]]:
-        """Producers, consumers, and the rest (readers and table views)."""
-        with self._lock:
-            return list(self._producers), list(self._consumers), [*self._readers, *self._views]
 
 
 def _forget(follower: RouteFollower, subscriptions: dict[tuple[Hashable, str], SubscriptionState]) -> None:
