@@ -19,7 +19,6 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -29,12 +28,13 @@ from pulsar.schema import Schema
 
 from hotstandby.adapters.pulsar.adapter import ADAPTER, decode_identity
 from hotstandby.adapters.pulsar.producer.message import BYTES, Encoded, Message, SendCallback, exception_for
-from hotstandby.adapters.pulsar.producer.replication_position import copied_through, offset_of, own_copies
+from hotstandby.adapters.pulsar.producer.replication_position import offset_of
+from hotstandby.adapters.pulsar.producer.resend import Resend
+from hotstandby.adapters.pulsar.producer.switch_waits import flush_within, replication_positions
 from hotstandby.configcenter.documents import ClusterSpec
-from hotstandby.configcenter.polling import wait_until
 from hotstandby.errors import ConfigError
 from hotstandby.failover.identity import HEADER, IdentityText, new_session
-from hotstandby.failover.outbox import Outbox, ReplicatedTo, Stored, replicated
+from hotstandby.failover.outbox import Outbox, ReplicatedTo, Stored
 from hotstandby.failover.partitioner import Partitioner
 from hotstandby.failover.probe import probe_cluster
 from hotstandby.logs import Seldom, get_logger
@@ -54,9 +54,6 @@ _OK = pulsar.Result.Ok.value
 _NO_LIMIT_S = 300.0  # how long send() and flush() wait when send_timeout_millis is 0 (no limit)
 _FULL = pulsar.Result.ProducerQueueIsFull
 _CLOSED = pulsar.Result.AlreadyClosed
-_PUMP_WAIT_S = 0.5  # the re-send's wait for room: acknowledgements wake it, this bounds each wait
-_POSITIONS_BUDGET_S = 1.0  # a switch's look for replication's position, at most (for all partitions)
-_REPLICATION_STALLED_S = 1.5  # a planned switch stops waiting for copies that long without progress
 
 
 class Producer:
@@ -89,21 +86,12 @@ class Producer:
         self._partitioner = Partitioner(options.partitioner or ADAPTER.default_partitioner)
         timeout_ms = int(self._kwargs.get("send_timeout_millis", 30_000))
         self._wait_s = timeout_ms / 1000 + options.drain_timeout_ms / 1000 + 5 if timeout_ms > 0 else _NO_LIMIT_S
-        # After a switch the SDK's re-send goes first, through _backlog, never more in flight
-        # than pulsar's queue takes (_capacity); the application's messages queue behind it and
-        # count against max_pending_messages as with pulsar-client, the replay window does not.
-        self._limit = int(self._kwargs.get("max_pending_messages", 1000))
-        self._block = bool(self._kwargs.get("block_if_queue_full", False))
-        self._backlog: deque[Message] = deque()
-        self._resending = False
-        self._room = threading.Condition(self._lock)  # notified on acknowledgements while re-sending
         self._generation = 0
         self._closed = False
         self.resent = 0
         self.trimmed = 0  # window messages not re-sent: replication had copied them
         self._cluster = client.spec.name  # where the current generation's messages go
         self._source_answered = False  # in a switch: the cluster left answered the drain
-        self._held_for_switch = False  # new sends wait in _backlog while a switch prepares
         partitions = client.inner.get_topic_partitions(topic)
         self._partition_names = partitions
         self._partitions = len(partitions)
@@ -112,9 +100,21 @@ class Producer:
             random.randrange(self._partitions) if mode == pulsar.PartitionsRoutingMode.UseSinglePartition else None
         )
         self._partitioned = partitions != [topic]
+        # After a switch the SDK's re-send goes first (resend.py); pulsar's queue takes the
+        # smaller of max_pending_messages and its share of the limit across partitions.
+        limit = int(self._kwargs.get("max_pending_messages", 1000))
         across = int(self._kwargs.get("max_pending_messages_across_partitions", 50_000))
-        queue = min(self._limit, across // self._partitions) if self._partitioned else self._limit
-        self._capacity = max(1, queue) if queue > 0 else 1000
+        queue = min(limit, across // self._partitions) if self._partitioned else limit
+        self._resend = Resend(
+            self._lock,
+            self._outbox,
+            limit=limit,
+            block=bool(self._kwargs.get("block_if_queue_full", False)),
+            wait_s=self._wait_s,
+            capacity=max(1, queue) if queue > 0 else 1000,
+            current=lambda generation: generation == self._generation and not self._closed,
+            send=self._send,
+        )
         # The partition of the message being sent, for the message router, which pulsar-client
         # calls in the sending thread (under _send_lock): (thread, partition).
         self._routing: tuple[int, int] = (0, 0)
@@ -172,7 +172,7 @@ class Producer:
                 if callback is not None:
                     callback(_CLOSED, None)
                 return
-            if self._resending and not self._admitted():
+            if self._resend.active and not self._resend.admitted():
                 if callback is not None:
                     callback(_FULL, None)  # as pulsar-client reports a full queue
                 return
@@ -193,7 +193,7 @@ class Producer:
             message = Message(content, props, options, key, callback)
             self._outbox.add(key, message)
             try:
-                if not self._resending or not self._queue(message):
+                if not self._resend.active or not self._resend.queue(message):
                     self._send(self._inner, self._generation, message)
             except BaseException:
                 self._outbox.withdraw(key)  # pulsar-client refused it at once: the caller hears of it
@@ -268,54 +268,6 @@ class Producer:
             **message.options,
         )
 
-    def _admitted(self) -> bool:
-        """While re-sending: room for one more message of the application (``_send_lock`` held)."""
-        if self._limit <= 0:
-            return True
-        deadline = time.monotonic() + self._wait_s
-        with self._lock:
-            # Not while a switch holds the sends: no acknowledgement makes room before it
-            # commits, which needs the _send_lock this caller holds.
-            while self._resending and not self._held_for_switch and self._outbox.own_pending >= self._limit:
-                left = deadline - time.monotonic()
-                if not self._block or left <= 0:
-                    return False
-                self._room.wait(min(left, _PUMP_WAIT_S))
-        return True
-
-    def _queue(self, message: Message) -> bool:
-        """Put ``message`` behind the re-send; False when that ended meanwhile (send it now)."""
-        with self._lock:
-            if not self._resending:
-                return False
-            self._backlog.append(message)
-            self._room.notify_all()
-            return True
-
-    def _pump(self, inner: pulsar.Producer, generation: int) -> None:
-        """Hand the backlog to ``inner`` in order, never more in flight than its queue takes;
-        ends when all is handed over and the replayed messages are acknowledged again."""
-        while True:
-            with self._lock:
-                while True:
-                    if generation != self._generation or self._closed:
-                        return
-                    backlog = self._backlog
-                    if backlog:
-                        room = self._capacity - (self._outbox.pending - len(backlog))
-                        if room > 0:
-                            batch = [backlog.popleft() for _ in range(min(room, len(backlog)))]
-                            break
-                    elif self._outbox.replaying <= 0:
-                        # Everything is in pulsar's queue, and only the application's messages
-                        # occupy it: sends go straight to it again.
-                        self._resending = False
-                        self._room.notify_all()
-                        return
-                    self._room.wait(_PUMP_WAIT_S)
-            for message in batch:
-                self._send(inner, generation, message)
-
     def _acknowledged(self, message: Message, generation: int, result: pulsar.Result, message_id: Any) -> None:
         with self._lock:
             if generation != self._generation:
@@ -332,8 +284,7 @@ class Producer:
             else:
                 seldom.warning("producer.send_failed", topic=self._topic, result=str(result))
             callback, message.callback = message.callback, None  # it fires once
-            if self._resending:
-                self._room.notify_all()  # the re-send and blocked sends wait for room
+            self._resend.acknowledged()
             if not self._outbox.pending:
                 self._delivered_cv.notify_all()  # flush() waits for that
         if callback is not None:
@@ -353,25 +304,23 @@ class Producer:
             return
         self._source_answered = True  # replication from it goes on: worth waiting for (prepare)
         if pending:
-            _flush_within(inner, timeout)
+            flush_within(inner, timeout)
 
     def prepare(self, client: pulsar.Client, spec: ClusterSpec, source: str) -> Callable[[], None]:
         """Make the counterpart on the new cluster; the returned step puts it in place and
         re-sends (run under the client's lock, once every member is prepared)."""
         new = self._create(client)
         with self._lock:
-            if not self._resending:  # new sends wait behind the switch: the window stops growing
-                self._resending = self._held_for_switch = True
+            self._resend.hold()  # new sends wait behind the switch: the window stops growing
             inner, pending = self._inner, bool(self._outbox.pending)
         if self._source_answered and pending:
             # Sent after the drain, before the gate closed: the old cluster acknowledges them
             # too, rather than their being re-sent here as twins of their copies.
-            _flush_within(inner, self._client.options.drain_timeout_ms / 1000)
+            flush_within(inner, self._client.options.drain_timeout_ms / 1000)
         positions = self._replication_positions(client, source)
 
         def commit() -> None:
             with self._send_lock, self._lock:
-                self._held_for_switch = False  # the held messages are pending: replayed below
                 self._generation += 1
                 self._inner, self._cluster = new, spec.name
                 # With messages still replayed from a switch before.
@@ -380,13 +329,8 @@ class Producer:
                 for message in replay:
                     message.resent = True
                 self.trimmed += replayed.trimmed
-                self._backlog = deque(replay)
-                self._resending = bool(replay)
                 self.resent += len(replay)
-                if replay:
-                    pump = threading.Thread(target=self._pump, args=(new, self._generation), daemon=True,
-                                            name="hotstandby-resend")  # fmt: skip
-                    pump.start()
+                self._resend.start(replay, new, self._generation)  # the held messages are pending: replayed
             log.info("producer.switched", topic=self._topic, source=source, to=spec.name, resent=len(replay),
                      replicated=replayed.trimmed)  # fmt: skip
 
@@ -396,67 +340,35 @@ class Producer:
         """The switch was given up: the messages held for it go to the cluster in use."""
         with self._send_lock:
             with self._lock:
-                if not self._held_for_switch:
-                    return
-                self._held_for_switch = self._resending = False
-                held, self._backlog = list(self._backlog), deque()
+                held = self._resend.release()
                 inner, generation = self._inner, self._generation
-                self._room.notify_all()
             for message in held:  # not under _lock: a full pulsar queue waits for acknowledgements
                 self._send(inner, generation, message)
 
     def _replication_positions(self, client: pulsar.Client, source: str) -> dict[tuple[str, int], ReplicatedTo]:
         """What the new cluster (``client``) shows copied from ``source``, for the window's sake."""
-        if not self._outbox.in_window:  # the length of a deque: read without the lock
-            return {}
+        with self._lock:  # acknowledgements move messages into the window meanwhile
+            if not self._outbox.in_window:
+                return {}
 
         def sent_only_there() -> dict[tuple[int, int], Stored]:  # never re-sent: no other cluster holds them
             with self._lock:
-                return {key: stored for key, message, stored in self._outbox.window_stored()
-                        if stored is not None and stored.cluster == source and not message.resent}  # fmt: skip
+                return {
+                    key: stored
+                    for key, message, stored in self._outbox.window_stored()
+                    if stored is not None and stored.cluster == source and not message.resent
+                }
 
-        drain_s = self._client.options.drain_timeout_ms / 1000
-        found: dict[tuple[str, int], ReplicatedTo] = {}
-        progress = [time.monotonic()]  # when replication was last seen to move on
-
-        def look() -> bool:
-            """Whether to stop looking: replication copied every window record sent to the
-            source only, or the new cluster proves nothing at all (pulsar-lite), or replication
-            has not moved on for a while (stuck: waiting longer spares nothing)."""
-            before = dict(found)
-            found.update(copied_through(client, self._topic, self._partition_names, source,
-                                        budget_s=min(_POSITIONS_BUDGET_S, drain_s),
-                                        only_other=len(self._client.follower.route.clusters) == 2,
-                                        ours=own_copies(self._session, sent_only_there)))  # fmt: skip
-            if found != before:
-                progress[0] = time.monotonic()
-            skew = self._client.options.timestamp_skew_ms
-            return (
-                not found
-                or time.monotonic() - progress[0] > _REPLICATION_STALLED_S
-                or all(replicated(stored, source, found, skew) for stored in sent_only_there().values())
-            )
-
-        # A source that answered the drain still replicates what it acknowledged last: waiting
-        # (within the drain timeout) for those copies spares re-sent twins, which consumers of
-        # different processes could each hand out.
-        if self._source_answered:
-            wait_until(look, drain_s, first=0.02, most=0.2)
-        else:
-            look()
-        return found
-
-
-def _flush_within(producer: pulsar.Producer, timeout: float) -> None:
-    """Flush ``producer``, waiting ``timeout`` s at most: pulsar's flush has no timeout, so it
-    runs aside, and the switch goes on after the wait."""
-    flusher = threading.Thread(target=_flush_quietly, args=(producer,), daemon=True, name="hotstandby-drain")
-    flusher.start()
-    flusher.join(timeout)
-
-
-def _flush_quietly(producer: pulsar.Producer) -> None:
-    try:
-        producer.flush()
-    except pulsar.PulsarException as exc:
-        log.info("producer.drain_flush_failed", error=str(exc))
+        options = self._client.options
+        return replication_positions(
+            client,
+            self._topic,
+            self._partition_names,
+            source,
+            session=self._session,
+            sent_only_there=sent_only_there,
+            drain_s=options.drain_timeout_ms / 1000,
+            skew_ms=options.timestamp_skew_ms,
+            only_other=len(self._client.follower.route.clusters) == 2,
+            wait=self._source_answered,
+        )
