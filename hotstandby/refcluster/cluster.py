@@ -29,17 +29,17 @@ from typing import Any, cast
 
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec, Link, utc_now_iso
-from hotstandby.errors import ConfigCenterError, RefClusterError
-from hotstandby.failover.probe import ProtocolError, probe_cluster
+from hotstandby.errors import RefClusterError
 from hotstandby.logs import get_logger
 from hotstandby.refcluster.etcd_access import ROOT, EtcdAccess
-from hotstandby.refcluster.etcd_members import client_ports, leader, member_argv, member_names, member_ready, port_names
+from hotstandby.refcluster.etcd_members import client_ports, leader, member_names, port_names
 from hotstandby.refcluster.flavours import FLAVOURS, Brokers, Flavour, flavour
 from hotstandby.refcluster.flow_status import read_status
+from hotstandby.refcluster.launch import Launcher
 from hotstandby.refcluster.ports import Ports, check_ports_free
 from hotstandby.refcluster.processes import is_running, spawn, stop_pid, stop_pids, wait_ready
 from hotstandby.refcluster.replicators import status_path
-from hotstandby.refcluster.system import BrokerOptions, FlowPlan, Tuning
+from hotstandby.refcluster.system import BrokerOptions, Tuning
 from hotstandby.settings import Settings
 
 __all__ = ["BROKERS", "COMPONENTS", "REPLICATORS", "Ports", "RefCluster", "default_dir"]
@@ -98,7 +98,7 @@ class RefCluster:
         member_names(etcd_members)  # refuses another count before anything starts
         self.requested_etcd_members = etcd_members
         self._children: dict[str, Any] = {}
-        self._plans: dict[str, FlowPlan] = {}  # the replicators' plans for their current start
+        self._launch = Launcher(self)
 
     # -- state ---------------------------------------------------------------------------
 
@@ -218,82 +218,20 @@ class RefCluster:
         """The link registered between two of the brokers (what the replicator follows)."""
         return self.flavour.system_of(source).link(source, target)
 
-    def _flow(self, component: str, ports: Ports) -> FlowPlan:
-        """The replicator's plan for this start, made once: making one writes its configuration
-        and clears its status file, which must not happen again once it runs."""
-        plan = self._plans.get(component)
-        if plan is None:
-            source, target = self.flavour.flow_of(component)
-            plan = self._plans[component] = self.flavour.system_of(source).flow(
-                self.cluster_spec(source, ports), self.cluster_spec(target, ports), self.link(source, target),
-                etcd=self.etcd_access(ports).url, namespace=self.namespace, directory=self.dir / "replicators",
-                options=self._options(),
-            )  # fmt: skip
-        return plan
-
-    def _argv(self, component: str, ports: Ports) -> list[str]:
-        if component in self.replicators:
-            return self._flow(component, ports).argv
-        if component in self.etcd_names:
-            return member_argv(component, self.etcd_members, ports, self.dir, self.etcd_access(ports))
-        return self.flavour.system_of(component).broker_argv(component, ports, self.dir, self._options())
-
-    def _options(self) -> BrokerOptions:
-        """The options to start a process with: a restart keeps the cluster's settings."""
-        return replace(self.options, tuning=self.tuning, versions=self.versions)
-
-    def _readiness(
-        self, component: str, ports: Ports, started_at: float
-    ) -> tuple[Callable[[], object], tuple[type[BaseException], ...]]:
-        if component in self.replicators:
-            plan = self._flow(component, ports)
-            return (lambda: plan.ready(started_at)), plan.retry_on
-        if component in self.etcd_names:
-            # Before auth is enabled (a fresh start) no credentials; afterwards (a restart) root's.
-            user = ROOT if (self.state() or {}).get("auth") else None
-            member = EtcdAccess(self.dir, ports.of(component), secure=self.secure)
-            return member_ready(member, self.namespace, user), (ConfigCenterError,)
-        spec = self.cluster_spec(component, ports)
-        system = self.flavour.system_of(component)
-
-        def check_broker() -> None:
-            result = probe_cluster(spec, timeout=1.0)
-            if not result.ok:
-                raise ProtocolError(result.detail)
-            system.check_serving(component, ports)
-
-        return check_broker, (OSError, ProtocolError)
-
     def _argv_config(self, component: str) -> str:
         argv = self._component(component)["argv"]
         return str(argv[argv.index("--config") + 1])
 
-    def _env(self, component: str, ports: Ports) -> dict[str, str]:
-        # Drop variables the binaries would read as configuration (the replicators' etcd
-        # credentials are the cluster's own); no colour codes in the logs.
-        env = {
-            k: v
-            for k, v in os.environ.items()
-            if not k.startswith(("ETCD_", "LISTENER_URL", "CLUSTER_ID", "STORAGE_ENGINE", "HOTSTANDBY_ETCD"))
-        }
-        env["NO_COLOR"] = "1"
-        if component in self.replicators:
-            env.update(self.etcd_access(ports).environ("replicator"))
-            env.update(self._flow(component, ports).env)
-        elif component not in self.etcd_names:
-            env.update(self.flavour.system_of(component).broker_env())
-        return env
-
     def _start(self, component: str, ports: Ports, argv: list[str]) -> dict[str, Any]:
         log_path = self.dir / "logs" / f"{component}.log"
         started_at = time.time()
-        proc = spawn(argv, log_path=log_path, cwd=self.dir, env=self._env(component, ports))
+        proc = spawn(argv, log_path=log_path, cwd=self.dir, env=self._launch.env(component, ports))
         self._children[component] = proc
         port = None if component in self.replicators else ports.of(component)
         return {"pid": proc.pid, "port": port, "log": str(log_path), "argv": argv, "started_at": started_at}
 
     def _wait(self, component: str, ports: Ports, info: dict[str, Any], timeout: float) -> float:
-        check, retry_on = self._readiness(component, ports, info["started_at"])
+        check, retry_on = self._launch.readiness(component, ports, info["started_at"])
         return wait_ready(
             component, self._children[component], check, timeout=timeout, log_path=Path(info["log"]), retry_on=retry_on
         )
@@ -316,7 +254,7 @@ class RefCluster:
             log.warning("refcluster.partial", running=self.running())
             self.down()
         ports, flavour, members = self.requested_ports, self.requested_flavour, self.requested_etcd_members
-        self._plans.clear()
+        self._launch.plans.clear()
         self.dir.mkdir(parents=True, exist_ok=True)
         for system in flavour.systems:
             system.prepare(self.dir, notes, self.options)
@@ -334,7 +272,7 @@ class RefCluster:
             # etcd and the brokers first; the replicators need them and the registered links.
             for phase in (brokers, flavour.replicators):
                 for component in phase:
-                    state["components"][component] = self._start(component, ports, self._argv(component, ports))
+                    state["components"][component] = self._start(component, ports, self._launch.argv(component, ports))
                     self._write_state(state)  # before waiting, so `down` can clean up a failed start
                 for component in phase:
                     info = state["components"][component]
@@ -389,7 +327,7 @@ class RefCluster:
         if is_running(info["pid"], info["argv"]):
             raise RefClusterError(f"{component} is still running (pid {info['pid']})")
         ports = Ports(**state["ports"])
-        self._plans.pop(component, None)
+        self._launch.plans.pop(component, None)
         state["components"][component] = new = self._start(component, ports, info["argv"])
         self._write_state(state)
         return self._wait(component, ports, new, timeout)

@@ -8,6 +8,7 @@ import pytest
 
 from hotstandby.errors import ValidationError
 from hotstandby.refcluster import Ports, RefCluster
+from hotstandby.refcluster.launch import Launcher
 
 
 def test_default_ports_are_the_documented_ones() -> None:
@@ -39,7 +40,7 @@ LISTEN_FLAGS = {
 
 @pytest.mark.parametrize("component", sorted(LISTEN_FLAGS))
 def test_every_listen_address_is_loopback(tmp_path, component: str) -> None:  # type: ignore[no-untyped-def]
-    argv = RefCluster(tmp_path, Ports())._argv(component, Ports())
+    argv = Launcher(RefCluster(tmp_path, Ports())).argv(component, Ports())
     for flag in LISTEN_FLAGS[component]:
         value = argv[argv.index(flag) + 1]
         host = value.split("//")[-1].rsplit(":", 1)[0]
@@ -47,10 +48,10 @@ def test_every_listen_address_is_loopback(tmp_path, component: str) -> None:  # 
 
 
 def test_pulsar_lite_metrics_server_is_disabled_and_partitions_are_set(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    argv = RefCluster(tmp_path, Ports())._argv("pulsar-b", Ports())
+    argv = Launcher(RefCluster(tmp_path, Ports())).argv("pulsar-b", Ports())
     config = argv[argv.index("--config") + 1]
     assert pathlib.Path(config).read_text() == "default_partitions = 0\n[metrics]\nenabled = false\n"
-    argv = RefCluster(tmp_path, Ports(), pulsar_partitions=3)._argv("pulsar-a", Ports())
+    argv = Launcher(RefCluster(tmp_path, Ports(), pulsar_partitions=3)).argv("pulsar-a", Ports())
     assert pathlib.Path(argv[argv.index("--config") + 1]).read_text().startswith("default_partitions = 3\n")
 
 
