@@ -25,7 +25,6 @@ from confluent_kafka import (
     KafkaException,
     Message,
     Producer,
-    TopicCollection,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient
@@ -45,6 +44,7 @@ from hotstandby.refcluster.replicators.kafka.kafka_io import (
 )
 from hotstandby.refcluster.replicators.kafka.mm2_tasks import CheckpointTask, HeartbeatTask
 from hotstandby.refcluster.replicators.kafka.progress_log import TP, ProgressLog
+from hotstandby.refcluster.replicators.kafka.topic_ids import TopicIds
 
 __all__ = ["MARKER_HEADER", "KafkaFlow"]
 
@@ -93,7 +93,7 @@ class KafkaFlow:
         self.emitter = OffsetSyncEmitter(config.offset_lag_max)
         self.checkpoints = CheckpointTask(config, self._source_admin, self._target, self.status)
         self.heartbeats = HeartbeatTask(config, self._target, self.status)
-        self.topic_ids: dict[str, str] = {}  # source topic -> its id, to notice a re-created topic
+        self._topic_ids = TopicIds(self._source_admin, _TIMEOUT)  # to notice a re-created topic
         self.partitions: dict[str, int] = {}  # replicated source topic -> partition count
         self._caught_up_at = time.time()
         self._backoff = 0.0
@@ -164,7 +164,7 @@ class KafkaFlow:
             and self.policy.should_replicate(name, self.config.target.alias, self.config.topic_filter)
         }
         gone = [t for t in self.partitions if t not in wanted]
-        recreated = self._recreated_topics(list(wanted))
+        recreated = self._topic_ids.recreated(list(wanted))
         for t in recreated:
             # Deleted and created again, or the source came back empty and the topic was
             # provisioned again: offsets count from zero, the progress names other records.
@@ -188,24 +188,6 @@ class KafkaFlow:
         if new:
             self._consumer.incremental_assign(new)
             log.info("replicator.assigned", flow=self.config.name, partitions=[(tp.topic, tp.partition) for tp in new])
-
-    def _recreated_topics(self, topics: list[str]) -> list[str]:
-        """Topics whose id changed since the last look (ids are remembered across a topic's
-        absence, so a source that restarted empty is noticed when the topic is back)."""
-        if not topics:
-            return []
-        futures = self._source_admin.describe_topics(TopicCollection(topics), request_timeout=_TIMEOUT / 2)
-        out = []
-        for topic, future in futures.items():
-            try:
-                topic_id = str(future.result(_TIMEOUT).topic_id)
-            except KafkaException:
-                continue  # not answered now: looked at again at the next refresh
-            known = self.topic_ids.get(topic)
-            if known is not None and known != topic_id:
-                out.append(topic)
-            self.topic_ids[topic] = topic_id
-        return out
 
     def _forget_progress(self, topic: str, partitions: int) -> None:
         """Start ``topic`` over: its positions and sync state dropped."""
