@@ -11,6 +11,7 @@ import pulsar
 import pytest
 
 from hotstandby.adapters.pulsar.adapter import encode_identity
+from hotstandby.adapters.pulsar.consumer.acceptance import Acceptance
 from hotstandby.adapters.pulsar.consumer.consumer import Consumer
 from hotstandby.adapters.pulsar.consumer.handed import HandedOut
 from hotstandby.adapters.pulsar.consumer.subscription import SubscriptionState
@@ -85,7 +86,8 @@ def consumer() -> Iterator[Consumer]:
     made._state, made._lock, made._topic = state, state.lock, TOPIC
     made._topics, made._multi = state.topics, False
     made._out, made._inner, made._track_origins = HandedOut(), _Broker(), False
-    made._held, made._slot, made._cumulative = [], None, False
+    made._held, made._cumulative = [], False
+    made._acceptance = Acceptance(state, made._out, state.topics, track_origins=False, cumulative=False)
     made._gate, made._closed = SwitchGate(threading.RLock()), False  # the client's gate, on the client's lock
     yield made
     state.close()
@@ -116,7 +118,10 @@ def test_the_same_message_redelivered_after_an_ack_timeout_is_handed_out_again(c
 def _exclusive(consumer: Consumer, count: int) -> list[_Message]:
     """The fixture's consumer as one that reads its topic alone (Exclusive, not partitioned),
     and ``count`` messages it handed out."""
-    consumer._cumulative, consumer._slot = True, (TOPIC, 0)
+    consumer._cumulative = True
+    consumer._acceptance = Acceptance(consumer._state, consumer._out, consumer._state.topics, track_origins=False,
+                                      cumulative=True)  # fmt: skip
+    consumer._acceptance.slot = (TOPIC, 0)
     consumer._state._stop.set()  # its flusher: the test stores and acknowledges itself
     consumer._state._flusher.join()
     messages = [_Message(RecordId(bytes(16), 0, i), 1, i) for i in range(count)]

@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 import pulsar
 
-from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM, identity_in
+from hotstandby.adapters.pulsar.consumer.acceptance import Acceptance
 from hotstandby.adapters.pulsar.consumer.acknowledging import Acknowledging
-from hotstandby.adapters.pulsar.consumer.handed import Handed, HandedOut, MessageKey, hand_out, stored_at
+from hotstandby.adapters.pulsar.consumer.handed import HandedOut
 from hotstandby.adapters.pulsar.consumer.start_position import start_after_copies
 from hotstandby.adapters.pulsar.consumer.subscription import SubscriptionState
 from hotstandby.adapters.pulsar.listener import MessageListener
@@ -46,7 +46,6 @@ from hotstandby.adapters.pulsar.topics import TopicSelection, full_topic, subscr
 from hotstandby.adapters.pulsar.waits import as_pulsar_waits, deadline_of, slice_ms
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.errors import ConfigCenterUnavailable, ForeignPositionError
-from hotstandby.failover.identity import RecordId
 from hotstandby.logs import Seldom, get_logger
 
 if TYPE_CHECKING:
@@ -90,11 +89,14 @@ class Consumer(Acknowledging):
         # Exclusive and Failover: one consumer reads a partition, in the broker's order, so an
         # acknowledged prefix can be sent to the broker as one cumulative acknowledgement.
         self._cumulative = consumer_type in (pulsar.ConsumerType.Exclusive, pulsar.ConsumerType.Failover)
-        self._slot = self._single_slot(partitions)
         # An Exclusive subscription of a topic that is not partitioned has one consumer, which
         # receives every message in the broker's order: its acknowledged prefix says where to
         # start on the cluster the copies in it came from (see start_position.start_after_copies).
         self._track_origins = consumer_type == pulsar.ConsumerType.Exclusive and len(partitions) == 1
+        self._acceptance = Acceptance(
+            self._state, self._out, topics, track_origins=self._track_origins, cumulative=self._cumulative
+        )
+        self._acceptance.slot = self._single_slot(partitions)
         self._inner = self._subscribe(client.inner, client.spec)
         self._listener = None if listener is None else MessageListener(self, listener, self._receive)
 
@@ -264,50 +266,8 @@ class Consumer(Acknowledging):
         return None
 
     def _accept(self, msg: pulsar.Message) -> pulsar.Message | None:
-        """``msg`` or, when it is not to be handed out, None (lock held). Once per message: each
-        call into the client library costs about 0.5 µs, each Python call a tenth of that."""
-        properties = msg.properties()
-        rid = identity_in(properties, msg)
-        key: MessageKey = rid if rid is not None else stored_at(msg)
-        handed = self._out.current
-        if handed and key in handed and not self._handed_again(key, rid, msg):
-            return None
-        slot = self._slot or (str(msg.topic_name()), 0)
-        logical = self._topic if not self._multi else self._topics.logical(slot[0])
-        positions = self._state.positions
-        position = positions.get(slot, 0)
-        positions[slot] = position + 1
-        origin = None
-        if self._track_origins and rid is not None:
-            source_position = properties.get(REPL_SOURCE_POSITION)
-            if source_position is not None:
-                origin = (properties.get(REPLICATED_FROM), source_position, rid)
-        acks = self._state.acks
-        # Pulsar positions are the receive order; a publish time is not needed (0).
-        if not acks.offer(logical, slot, position, rid, 0, origin):
-            acks.acknowledge(slot, position)
-            self._state.after_store(self._inner, msg, slot=slot if self._cumulative else None, position=position)
-            return None
-        handed[key] = Handed(key, slot, position, rid, msg)
-        return hand_out(msg, key)
-
-    def _handed_again(self, key: MessageKey, rid: RecordId | None, msg: pulsar.Message) -> bool:
-        """``key`` is handed out already and not acknowledged: dispatched twice by the broker, or
-        another stored copy of it (a replicated copy and its re-sent twin, one of them
-        negatively acknowledged and now redelivered) — the one handed out stands for both
-        (False: filtered). Only the same stored message redelivered (ack timeout) is handed
-        out again (True)."""
-        handed = self._out.current[key]
-        acks = self._state.acks
-        if msg.redelivery_count() <= handed.message.redelivery_count() or (
-            rid is not None and stored_at(msg) != stored_at(handed.message)
-        ):
-            acks.filtered += 1
-            self._state.after_store(self._inner, msg)  # the broker may drop this one
-            return False
-        acks.release(handed.slot, handed.position)
-        del self._out.current[key]
-        return True
+        """``msg`` or, when it is not to be handed out, None (lock held; ``acceptance``)."""
+        return self._acceptance.accept(msg, self._inner)
 
     def redeliver_unacknowledged_messages(self) -> None:
         with self._lock:
@@ -395,7 +355,7 @@ class Consumer(Acknowledging):
         def commit() -> None:
             with self._lock:
                 self._inner = new
-                self._slot = self._single_slot(partitions)
+                self._acceptance.slot = self._single_slot(partitions)
                 self._held.clear()  # not acknowledged: they come again on the new cluster
                 left = self._out.leave()  # acknowledged from now on by identity (_acknowledge_elsewhere)
             log.info("consumer.switched", topic=self._topic, subscription=self._subscription, source=source,
