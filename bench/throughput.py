@@ -41,7 +41,6 @@ library's own included), which depends much less on the machine's noise than the
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import statistics
 import sys
@@ -51,6 +50,7 @@ import uuid
 from typing import Any
 
 from bench_cluster import add_cluster_options, reference_cluster
+from floor_clients import FloorConsumer, FloorProducer
 
 from hotstandby.failover.identity import HEADER, IdentityText, RecordId, new_session
 from hotstandby.logs import configure
@@ -133,7 +133,7 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
         producers = {
             "raw": RawProducer({**raw_base, **spec.client_config("producer")}),
             "sdk": Producer(sdk_base),
-            "floor": _FloorProducer(RawProducer({**raw_base, **spec.client_config("producer")})),
+            "floor": FloorProducer(RawProducer({**raw_base, **spec.client_config("producer")})),
         }
         topics = {kind: topic() for kind in kinds}
         sdk_topics.append(topics["sdk"])
@@ -163,7 +163,7 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
             if kind == "raw":
                 consumer: Any = RawConsumer(raw_config)
             elif kind == "floor":
-                consumer = _FloorConsumer(RawConsumer(raw_config))
+                consumer = FloorConsumer(RawConsumer(raw_config))
             else:
                 consumer = Consumer({**sdk_base, "group.id": group})
             try:
@@ -173,60 +173,6 @@ def _kafka(rc: RefCluster, records: int, size: int, rounds: int) -> dict[str, An
             finally:
                 consumer.close()
     return _summary("kafka", rates, cpu, records, written, size, rounds)
-
-
-class _FloorProducer:
-    """The raw producer doing the least any identity-keeping wrapper must per record: an
-    ``hs-id`` header, the record kept until its delivery report, a Python delivery report
-    that releases it. (It leaves out the SDK's choice of partition in Python, which a
-    sequence per partition needs.)"""
-
-    def __init__(self, raw: Any) -> None:
-        self._raw = raw
-        self._session = new_session()
-        self._sequence = 0
-        self._kept: dict[int, tuple[str, bytes | None, bytes | None]] = {}
-
-    def produce(self, topic: str, value: bytes | None = None, key: bytes | None = None) -> None:
-        seq = self._sequence
-        self._raw.produce(topic, value=value, key=key, headers=[(HEADER, RecordId(self._session, 0, seq).encode())],
-                          on_delivery=functools.partial(self._delivered, seq))  # fmt: skip
-        self._sequence = seq + 1
-        self._kept[seq] = (topic, key, value)
-
-    def _delivered(self, seq: int, err: Any, msg: Any) -> None:
-        self._kept.pop(seq, None)
-
-    def poll(self, timeout: float) -> int:
-        return int(self._raw.poll(timeout))
-
-    def flush(self, timeout: float) -> int:
-        return int(self._raw.flush(timeout))
-
-
-class _FloorConsumer:
-    """The raw consumer doing the least a filter must per record: read the ``hs-id`` header,
-    decode it, look it up."""
-
-    def __init__(self, raw: Any) -> None:
-        self._raw = raw
-        self._seen: set[RecordId] = set()
-
-    def subscribe(self, topics: list[str]) -> None:
-        self._raw.subscribe(topics)
-
-    def poll(self, timeout: float) -> Any:
-        msg = self._raw.poll(timeout)
-        if msg is not None and msg.error() is None:
-            for name, value in msg.headers() or ():
-                if name == HEADER:
-                    rid = RecordId.decode(value)
-                    if rid not in self._seen:
-                        self._seen.add(rid)
-        return msg
-
-    def close(self) -> None:
-        self._raw.close()
 
 
 def _summary(
