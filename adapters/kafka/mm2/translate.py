@@ -42,16 +42,34 @@ def _current(syncs: Iterable[OffsetSync], topic: str, partition: int) -> list[Of
     return current
 
 
+def _newest_at_or_before(
+    syncs: Iterable[OffsetSync], topic: str, partition: int, position: int, *, on_copy: bool
+) -> int | None:
+    """The one rule of both directions: the newest sync whose offset on the side the position
+    is on (the copy's downstream offset, or the source's upstream one) is at or before
+    ``position``; its offset on the other side, + 1 when the position is past the sync."""
+
+    def side(sync: OffsetSync) -> int:
+        return sync.downstream_offset if on_copy else sync.upstream_offset
+
+    def other(sync: OffsetSync) -> int:
+        return sync.upstream_offset if on_copy else sync.downstream_offset
+
+    before = [sync for sync in _current(syncs, topic, partition) if side(sync) <= position]
+    if not before:
+        return None
+    best = max(reversed(before), key=side)  # ties: the newest
+    return other(best) + (0 if side(best) == position else 1)
+
+
 def from_syncs(syncs: Iterable[OffsetSync], topic: str, partition: int, committed: int) -> Proposal | None:
     """Position on the copy of ``topic`` for a group at ``committed`` on the source, from every
     sync of the flow in the order written (MM2's rule, without its 64-slot thinning): the newest
     sync at or before ``committed``; equal gives its downstream offset, ahead gives + 1. A
     downstream rewind (the copy was recreated) forgets the syncs before it."""
-    before = [sync for sync in _current(syncs, topic, partition) if sync.upstream_offset <= committed]
-    if not before:
+    downstream = _newest_at_or_before(syncs, topic, partition, committed, on_copy=False)
+    if downstream is None:
         return None
-    best = max(reversed(before), key=lambda sync: sync.upstream_offset)  # ties: the newest
-    downstream = best.downstream_offset + (0 if best.upstream_offset == committed else 1)
     return Proposal(downstream, "mm2-offset-sync", f"{topic}[{partition}]@{committed} -> {downstream}")
 
 
@@ -61,11 +79,9 @@ def reverse(syncs: Iterable[OffsetSync], topic: str, partition: int, position_on
     ``syncs`` are the flow's offset syncs for ``topic``/``partition`` in the order written.
     Syncs are read in order and a downstream rewind (the copy was recreated) forgets older ones.
     """
-    before = [sync for sync in _current(syncs, topic, partition) if sync.downstream_offset <= position_on_copy]
-    if not before:
+    upstream = _newest_at_or_before(syncs, topic, partition, position_on_copy, on_copy=True)
+    if upstream is None:
         return None
-    best = max(reversed(before), key=lambda sync: sync.downstream_offset)  # ties: the newest
-    upstream = best.upstream_offset + (0 if best.downstream_offset == position_on_copy else 1)
     return Proposal(upstream, "mm2-reverse-sync", f"copy@{position_on_copy} -> {topic}[{partition}]@{upstream}")
 
 
