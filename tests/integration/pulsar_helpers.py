@@ -65,3 +65,15 @@ def replicated(refcluster: RefCluster, *topics: str) -> None:
         for cluster in ("pulsar-a", "pulsar-b"):
             for topic in topics:
                 center.register_topic(cluster, topic)
+
+
+ROUTE = "payments"  # the reference cluster's Pulsar route
+
+
+def produce_values(client: Any, topic: str, values: list[str], **options: Any) -> None:
+    """Send ``values`` to ``topic`` through a batching producer of ``client``, flushed and closed."""
+    producer = client.create_producer(topic, batching_enabled=True, batching_max_publish_delay_ms=5)
+    for v in values:
+        producer.send_async(v.encode(), None, **options)
+    producer.flush()
+    producer.close()

@@ -1,0 +1,1 @@
+"""The Pulsar facade on the reference cluster (route ``payments``)."""
