@@ -18,7 +18,7 @@ from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, produce_values, route_config
-from tests.integration.test_kafka_consumer import hold
+from tests.integration.kafka_reading import hold
 from tests.support import wait_for
 
 _HELD_S = 10.0  # how long a store waits for the gate at most (an inline store would wait as long)

@@ -9,13 +9,10 @@ import uuid
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer as RawConsumer
-from confluent_kafka import ConsumerGroupTopicPartitions, Message, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka import Consumer
-from hotstandby.adapters.kafka.consumer.group_leave import PendingLeaves
-from hotstandby.adapters.kafka.consumer.stale_members import remove_members
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.store import LedgerStore
@@ -23,63 +20,11 @@ from hotstandby.failover.switching import SwitchState
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, produce_values, route_config, wait_copied
 from tests.integration.kafka_helpers import producer as raw_producer
-from tests.support import capture_logs, wait_for
+from tests.integration.kafka_reading import consume, consume_all, consume_until, hold, no_more
+from tests.support import wait_for
 
 # Part of the real-broker tier: the same test on both reference clusters.
 pytestmark = pytest.mark.apache
-
-
-def hold(consumer: Consumer, count: int, timeout: float = 60.0) -> list[Message]:
-    """The next ``count`` records, kept (not committed)."""
-    held: list[Message] = []
-    deadline = time.monotonic() + timeout
-    while len(held) < count:
-        assert time.monotonic() < deadline, f"{len(held)} of {count} records"
-        msg = consumer.poll(0.5)
-        if msg is not None and msg.error() is None:
-            held.append(msg)
-    return held
-
-
-def consume(consumer: Consumer, count: int, timeout: float = 60.0) -> list[str]:
-    """Values of the next ``count`` records (fails after ``timeout``)."""
-    return [m.value().decode() for m in hold(consumer, count, timeout)]
-
-
-def consume_until(
-    consumer: Consumer, done: Callable[[], bool], timeout: float = 60.0, what: Callable[[], str] = str
-) -> list[str]:
-    """Keep polling (and collecting) until ``done()``; fails after ``timeout``."""
-    got: list[str] = []
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, f"condition not met within {timeout} s {what()}"
-        msg = consumer.poll(0.1)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value().decode())
-    return got
-
-
-def consume_all(consumer: Consumer, wanted: set[str], timeout: float = 60.0) -> list[str]:
-    """Values polled until every one of ``wanted`` arrived (fails after ``timeout``)."""
-    got: list[str] = []
-    deadline = time.monotonic() + timeout
-    while not wanted <= set(got):
-        assert time.monotonic() < deadline, f"not delivered within {timeout} s: {sorted(wanted - set(got))}"
-        msg = consumer.poll(0.5)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value().decode())
-    return got
-
-
-def no_more(consumer: Consumer, within: float = 3.0) -> list[str]:
-    """Records that still arrive within ``within`` s (a bounded wait for an absence)."""
-    extra, deadline = [], time.monotonic() + within
-    while time.monotonic() < deadline:
-        msg = consumer.poll(0.2)
-        if msg is not None and msg.error() is None:
-            extra.append(msg.value().decode())
-    return extra
 
 
 def test_restart_without_a_switch_filters_what_was_committed(
@@ -209,100 +154,6 @@ def test_a_copy_arriving_before_the_original_is_acknowledged_is_not_handed_out_a
     assert sorted(got) == sorted(f"r{i}" for i in range(20))
 
 
-def test_a_switch_joins_the_new_clusters_group_only_once_nobody_is_leaving_it(
-    refcluster: RefCluster, center: ConfigCenter, namespace: str
-) -> None:
-    """A member of the group is still leaving it on kafka-b (as after a flip away from kafka-b
-    a moment ago): the switch to kafka-b waits for that leave before joining there — a join
-    racing a leave can leave the reference broker's group without an assignment for good."""
-    topic = f"l-{uuid.uuid4().hex[:8]}"
-    for cluster in ("kafka-a", "kafka-b"):
-        create_topic(refcluster.cluster_spec(cluster), topic, 1)
-    produce_values(refcluster, namespace, topic, [f"a{i}" for i in range(20)])
-    group = f"g-{uuid.uuid4().hex[:6]}"
-    consumer = Consumer(route_config(refcluster, namespace, **{"group.id": group, "auto.commit.interval.ms": 200}))
-    leaving = PendingLeaves(center, "kafka-b", group)
-    lease = leaving.mark("a member still leaving")
-    try:
-        consumer.subscribe([topic])
-        got = consume(consumer, 20)
-        center.switch("orders", "kafka-b", reason="test")
-        wait_for(lambda: consumer.switch_state is SwitchState.SWITCHING or consumer.cluster == "kafka-b", 30,
-                 "the consumer to reach the join")  # fmt: skip
-        held_until = time.monotonic() + 2.0
-        while time.monotonic() < held_until:  # a bounded look for something that must not happen
-            assert consumer.poll(0.1) is None
-            assert consumer.cluster == "kafka-a", "joined kafka-b's group while a member was leaving it"
-        leaving.unmark(lease)
-        produce_values(refcluster, namespace, topic, [f"b{i}" for i in range(10)])
-        got += consume(consumer, 10, timeout=60)
-        assert consumer.cluster == "kafka-b"
-    finally:
-        leaving.unmark(lease)
-        consumer.close()
-    assert sorted(got) == sorted([f"a{i}" for i in range(20)] + [f"b{i}" for i in range(10)])
-
-
-def test_a_member_joining_during_a_switch_rebalances_without_duplicates(
-    refcluster: RefCluster, center: ConfigCenter, namespace: str
-) -> None:
-    """The flip moves member 1 while member 2 starts on the new cluster: the group rebalances
-    there while member 1 is still switching. Together they get every record exactly once."""
-    topic = f"r-{uuid.uuid4().hex[:8]}"
-    for cluster in ("kafka-a", "kafka-b"):
-        create_topic(refcluster.cluster_spec(cluster), topic, 2)
-    before = [f"a{i}" for i in range(200)]
-    produce_values(refcluster, namespace, topic, before)
-    config = route_config(refcluster, namespace, **{"group.id": f"g-{uuid.uuid4().hex[:6]}",
-                                                    "auto.commit.interval.ms": 200})  # fmt: skip
-    first = Consumer(config)
-    second: Consumer | None = None
-    got: list[str] = []
-    logs = capture_logs()
-    events = logs.__enter__()
-    try:
-        assigned: list[tuple[str, str]] = []
-        first.subscribe([topic], on_assign=lambda c, parts: assigned.append(("first", c.cluster)))
-        got += consume(first, 100)
-        center.switch("orders", "kafka-b", reason="test")
-        second = Consumer(config)  # starts on kafka-b, while the first one is moving there
-        second.subscribe([topic], on_assign=lambda c, parts: assigned.append(("second", c.cluster)))
-        after = [f"b{i}" for i in range(100)]
-        produce_values(refcluster, namespace, topic, after)
-        both = {("first", "kafka-b"), ("second", "kafka-b")}
-        deadline = time.monotonic() + 120
-        quiet_until = None
-        # Poll both (a rebalance needs every member to poll) until all arrived, both had
-        # partitions on kafka-b, and 2 s passed without anything new.
-        while time.monotonic() < deadline:
-            for member in (first, second):
-                # What a member has fetched, at once (the first one drains kafka-a meanwhile),
-                # then a short wait: both keep polling, as a rebalance needs.
-                while (msg := member.poll(0.05)) is not None:
-                    if msg.error() is None:
-                        got.append(msg.value().decode())
-                        quiet_until = None
-            if len(got) >= 300 and both <= set(assigned):
-                quiet_until = quiet_until or time.monotonic() + 2.0
-                if time.monotonic() >= quiet_until:
-                    break
-        assert both <= set(assigned), f"both must be members on kafka-b: {assigned}"
-    finally:
-        # Together, as members of separate processes close: a member leaving waits for the
-        # group to settle, which needs the others to keep polling (adapters/kafka/consumer/group_leave.py).
-        closing = threading.Thread(target=first.close)
-        closing.start()
-        if second is not None:
-            second.close()
-        closing.join(60)
-        logs.__exit__(None, None, None)
-    twice = sorted({v for v in got if got.count(v) > 1})
-    assert not twice, f"handed out twice: {twice}"
-    assert sorted(got) == sorted(before + after)
-    # The application kept reading: the first member read kafka-a to its end before it moved.
-    assert [e for e in events if e["event"] == "consumer.drain_incomplete"] == []
-
-
 def test_a_commit_after_the_switch_of_a_record_from_the_old_cluster_moves_no_offset_there(
     refcluster: RefCluster, center: ConfigCenter, namespace: str
 ) -> None:
@@ -420,34 +271,3 @@ def test_a_copy_that_appears_later_is_assigned_with_its_topic_partition_by_parti
         closing.start()
         members[1].close()
         closing.join(60)
-
-
-def test_members_left_behind_are_removed_from_the_group(refcluster: RefCluster, namespace: str) -> None:
-    """The leave the SDK sends for members it left on a cluster that died: the broker drops
-    them from the group; a member it no longer knows counts as gone too."""
-    if refcluster.brokers != "apache":
-        pytest.skip("the lite Kafka broker (Tansu) describes a group without its members")
-    spec = refcluster.cluster_spec("kafka-a")
-    topic = f"sm-{uuid.uuid4().hex[:8]}"
-    create_topic(spec, topic, 2)
-    group = f"g-{uuid.uuid4().hex[:6]}"
-    raw = RawConsumer({"bootstrap.servers": spec.url, "group.id": group, **spec.client_config("consumer")})
-    admin = AdminClient({**spec.client_config("admin"), "bootstrap.servers": spec.url})
-
-    def members() -> list[str]:
-        found = admin.describe_consumer_groups([group], request_timeout=5)[group].result(10)
-        return [m.member_id for m in found.members]
-
-    try:
-        raw.subscribe([topic])
-        deadline = time.monotonic() + 60
-        while not raw.assignment():
-            assert time.monotonic() < deadline, "never assigned"
-            raw.poll(0.2)
-        member = raw.memberid()
-        assert members() == [member]
-        gone = remove_members(spec, group, [member, "rdkafka-never-was-a-member"])
-        assert gone == {member, "rdkafka-never-was-a-member"}
-        assert member not in members()
-    finally:
-        raw.close()

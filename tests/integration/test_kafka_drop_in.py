@@ -16,7 +16,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, route_config
-from tests.integration.test_kafka_consumer import consume_all, consume_until
+from tests.integration.kafka_reading import consume_all, consume_until
 
 
 class TaggingProducer:

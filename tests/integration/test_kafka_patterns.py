@@ -11,7 +11,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, read_all, route_config
 from tests.integration.kafka_helpers import produce_values as produce
-from tests.integration.test_kafka_consumer import hold, no_more
+from tests.integration.kafka_reading import hold, no_more
 from tests.support import wait_for
 
 

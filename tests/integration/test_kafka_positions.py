@@ -14,7 +14,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, produce_all, produce_values, route_config, wait_copied
 from tests.integration.kafka_helpers import producer as raw_producer
-from tests.integration.test_kafka_consumer import consume, consume_all, consume_until, hold, no_more
+from tests.integration.kafka_reading import consume, consume_all, consume_until, hold, no_more
 
 
 def test_a_manual_assignment_moves_with_the_route_without_loss_or_duplicates(
