@@ -1,0 +1,1 @@
+"""The Pulsar facade next to pulsar-client on the same broker."""
