@@ -51,13 +51,13 @@ def _plant(path: pathlib.Path, after: str, line: str) -> int:
 def test_a_typo_in_an_adapter_fails_mypy(tmp_path: pathlib.Path) -> None:
     project = _project_copy(tmp_path)
     # A name imported from another adapter module, misspelt: only caught if that module is seen.
-    module = project / "adapters" / "pulsar" / "consumer" / "consumer.py"
-    line = _plant(module, "log = get_logger(", "_PLANTED = identity_in.no_such_attribute")
+    module = project / "adapters" / "pulsar" / "consumer" / "acceptance.py"
+    line = _plant(module, "__all__ = ", "_PLANTED = identity_in.no_such_attribute")
     result = _mypy(project)
     assert result.returncode == 1, result.stdout + result.stderr
     errors = [e for e in result.stdout.splitlines() if ": error:" in e]
     assert len(errors) == 1, result.stdout
-    assert f"pulsar/consumer/consumer.py:{line}: error:" in errors[0] and "no_such_attribute" in errors[0], (
+    assert f"pulsar/consumer/acceptance.py:{line}: error:" in errors[0] and "no_such_attribute" in errors[0], (
         result.stdout
     )
 
