@@ -11,8 +11,11 @@ class FakeReader:
     """Serves ``values`` then nothing; ``broken`` fails every availability check as
     pulsar-lite does for a topic it cannot load (``getLastMessageId``: UnknownError)."""
 
-    def __init__(self, values: list[str], broken: bool = False) -> None:
-        self.values, self.broken, self.closed = list(values), broken, False
+    def __init__(self, values: list[str], broken: bool = False, connected: bool = True) -> None:
+        self.values, self.broken, self.closed, self.connected = list(values), broken, False, connected
+
+    def is_connected(self) -> bool:
+        return self.connected
 
     def has_message_available(self) -> bool:
         if self.broken:
@@ -30,12 +33,13 @@ class Source:
     def __init__(self) -> None:
         self.now = 0.0
         self.broken = {"t-bad"}
+        self.disconnected: set[str] = set()
         self.data = {"t-bad": ["x0"], "t-good": ["g0", "g1"], "t-late": ["l0"]}
         self.opened: list[str] = []
 
     def open(self, part: str) -> FakeReader:
         self.opened.append(part)
-        return FakeReader(self.data[part], broken=part in self.broken)
+        return FakeReader(self.data[part], broken=part in self.broken, connected=part not in self.disconnected)
 
 
 def readers(source: Source) -> SourceReaders:
@@ -84,3 +88,22 @@ def test_a_round_stops_at_its_limit_and_rewind_reopens_every_reader() -> None:
     source.broken = set()
     r.rewind()
     assert source.opened == ["t-good", "t-late", "t-good", "t-late"]
+
+
+def test_a_reader_whose_connection_is_gone_is_set_aside_without_being_asked() -> None:
+    """pulsar-client answers a disconnected reader's calls only after its operation timeout:
+    the round must not wait on it (a broker killed and restarted left such readers behind)."""
+    source = Source()
+    source.broken = set()
+    source.disconnected = {"t-bad"}
+    r = readers(source)
+    for part in ("t-bad", "t-good"):
+        r.add(part)
+    stale = r._readers["t-bad"]
+    assert isinstance(stale, FakeReader)
+    stale.has_message_available = None  # type: ignore[assignment,method-assign]  # must not be called
+    assert [v for _, v in r.read_round(100, 1000)] == ["g0", "g1"]
+    assert r.stalled == ["t-bad"] and stale.closed
+    source.disconnected.clear()
+    source.now += 1.0  # past its backoff: opened again, connected
+    assert [v for _, v in r.read_round(100, 1000)] == ["x0"]
