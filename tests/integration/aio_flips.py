@@ -56,8 +56,18 @@ class LoopLag:
             start = time.monotonic()
             await asyncio.sleep(_TICK_S)
             end = time.monotonic()
-            collected = sum(max(0.0, min(b, end) - max(a, start)) for a, b in self.collections[-4:])
-            self.samples.append((start, max(0.0, end - start - _TICK_S - collected)))
+            self.samples.append((start, max(0.0, end - start - _TICK_S - self._collected(start, end))))
+
+    def _collected(self, start: float, end: float) -> float:
+        """How long collections ran between ``start`` and ``end``. Every collection that ended
+        since ``start``: the threads that run first after a long one may start many short ones
+        before the loop's thread gets here."""
+        total = 0.0
+        for a, b in reversed(self.collections):  # in the order they ended
+            if b < start:
+                break
+            total += max(0.0, min(b, end) - max(a, start))
+        return total
 
     def worst(self, windows: Sequence[tuple[float, float]] | None = None) -> float:
         """The longest hold within ``windows`` (all of it without)."""
