@@ -78,6 +78,18 @@ class Route:
             }
         )
 
+    @property
+    def at_ms(self) -> int | None:
+        """``at`` as milliseconds since the epoch; None when it is empty or not ISO 8601 (a
+        route written by hand may carry anything there: it is audit text)."""
+        try:
+            when = datetime.fromisoformat(self.at.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        return int(when.timestamp() * 1000)
+
     def flipped(self, to: str, *, reason: str = "", by: str = "", after: int = 0) -> Route:
         """The route after a switch to ``to``: the epoch after max(own, ``after``), new audit fields."""
         epoch = max(self.epoch, after) + 1

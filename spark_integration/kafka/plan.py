@@ -16,7 +16,7 @@ from hotstandby.errors import ConfigError
 from hotstandby.failover.ledger.staged import SwitchHints
 from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.logs import get_logger
-from hotstandby.spark_integration.kafka.cluster import KafkaCluster
+from hotstandby.spark_integration.kafka.cluster import KafkaCluster, copy_prefixes
 from hotstandby.spark_integration.kafka.detour import detour
 from hotstandby.spark_integration.kafka.read import ReadTask
 from hotstandby.spark_integration.source.cluster_plan import Arrival, PlanContext, ReadsPartition
@@ -128,8 +128,19 @@ class KafkaPlan:
         self._ids_checked = True
         return {**known, **self.cluster.topic_ids(topics)}
 
-    def drain_target(self, planned: SourceOffset) -> dict[Slot, int]:
-        return {s: high for s, (_, high) in self.cluster.watermarks(_flat(planned.positions)).items()}
+    def drain_target(self, planned: SourceOffset, plan: SwitchPlan) -> dict[Slot, int]:
+        """The ends now, but in MM2's copies of the destination's topics only up to the flip: a
+        copy of what was written there after the flip is the destination's own, read there,
+        and a drain batch (which goes past ``maxOffsetsPerTrigger``) would read it here too."""
+        positions = _flat(planned.positions)
+        target = {s: high for s, (_, high) in self.cluster.watermarks(positions).items()}
+        flip = plan.target.at_ms
+        prefixes = tuple(copy_prefixes(self.spec, [plan.destination.name], plan.links))
+        theirs = [s for s in target if prefixes and s[0].startswith(prefixes)]
+        if flip is not None and theirs:
+            cut = self.cluster.offsets_for_time(theirs, flip - self._options.timestamp_skew_ms)
+            target.update({s: max(positions[s], min(target[s], cut[s])) for s in theirs})
+        return target
 
     def drained(self, planned: SourceOffset, target: Any) -> bool:
         reached = _flat(planned.positions)

@@ -72,8 +72,9 @@ class ClusterPlan(Protocol):
         ``drain_to`` (a :meth:`drain_target`) and ``limit`` records."""
         ...
 
-    def drain_target(self, planned: SourceOffset) -> Any:
-        """The cluster's ends now, for the partitions of ``planned``."""
+    def drain_target(self, planned: SourceOffset, plan: SwitchPlan) -> Any:
+        """The cluster's ends now, for the partitions of ``planned``, less what the switch's
+        destination is known to hold itself."""
         ...
 
     def drained(self, planned: SourceOffset, target: Any) -> bool:

@@ -5,8 +5,8 @@ What differs between messaging systems is in a
 follows the route with the core's :class:`~hotstandby.failover.follower.RouteFollower` and
 takes part in the one switch protocol:
 
-* ``drain`` — the old cluster's end offsets at the flip (when it answers) cap the batches
-  planned from now on; the drain is done once a planned batch ends there (bounded by
+* ``drain`` — the old cluster's end offsets at the flip (when it answers; in MM2's copies of
+  the destination's topics, the offsets at the flip's time) cap the batches planned from now on; the drain is done once a planned batch ends there (bounded by
   ``hotstandby.drain.timeout.ms``, counted from the end of the batch running at the flip, which
   it waits for up to six times as long). The next batch goes there at once, whatever
   ``maxOffsetsPerTrigger`` says: a query far behind would otherwise leave most of its backlog
@@ -192,7 +192,7 @@ class StreamPlanner:
             log.info("spark.drain_skipped", cluster=cluster.spec.name, error=answer.detail)
             return
         try:
-            target = cluster.drain_target(planned)
+            target = cluster.drain_target(planned, plan)
         except cluster.unreachable as exc:
             log.info("spark.drain_skipped", cluster=cluster.spec.name, error=str(exc))
             return

@@ -53,7 +53,7 @@ class StandIn:
         end = drain_to if drain_to is not None else start.positions["t"][0] + 10
         return at(start.route, start.epoch, self.spec.name, end)
 
-    def drain_target(self, planned: SourceOffset) -> Any:
+    def drain_target(self, planned: SourceOffset, plan: SwitchPlan) -> Any:
         self.drain_asked = True
         return END_AT_FLIP
 

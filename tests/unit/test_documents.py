@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -78,6 +79,22 @@ def test_route_roundtrip_and_flip() -> None:
     flipped = route.flipped("kafka-b", reason="drill", by="sre")
     assert (flipped.active, flipped.epoch, flipped.reason, flipped.by) == ("kafka-b", 4, "drill", "sre")
     assert flipped.at and flipped.clusters == route.clusters
+    assert flipped.at_ms is not None and abs(flipped.at_ms - time.time() * 1000) < 60_000
+
+
+@pytest.mark.parametrize(
+    ("at", "ms"),
+    [
+        ("2026-11-29T06:00:00.250+00:00", 1_795_932_000_250),
+        ("2026-11-29T06:00:00.250Z", 1_795_932_000_250),
+        ("2026-11-29T07:00:00.250+01:00", 1_795_932_000_250),
+        ("2026-11-29T06:00:00.250", 1_795_932_000_250),  # no zone: UTC, as the SDK writes it
+        ("", None),
+        ("yesterday", None),
+    ],
+)
+def test_a_routes_flip_time_in_milliseconds(at: str, ms: int | None) -> None:
+    assert Route.from_json("orders", route_json(at=at)).at_ms == ms
 
 
 @pytest.mark.parametrize(
