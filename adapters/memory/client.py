@@ -38,23 +38,25 @@ class MemoryClient(RouteClient):
     """Base of the memory facades: ``_lock`` guards the client state and carries the gate."""
 
     def _setup(self, options: ClientOptions, role: str, center: ConfigCenter | None,
-               labels: dict[str, str] | None = None) -> MemoryCluster:  # fmt: skip
+               labels: dict[str, str] | None = None) -> tuple[ClusterSpec, MemoryCluster]:  # fmt: skip
         """Read the route (through ``center``, else etcd as the options say) and connect to its
-        active cluster; :meth:`_join` starts following it once the client is ready."""
+        active cluster; :meth:`_follow_route` starts following it once the client is ready."""
         self.options = options
         self._lock = threading.RLock()
         self.gate = SwitchGate(self._lock)
         self._follower = RouteFollower(options, "memory", role=role, labels=labels, center=center)
         try:
-            self._spec = self._follower.initial_cluster
-            return connect(self._spec)
+            spec = self._follower.initial_cluster
+            return spec, connect(spec)
         except BaseException:
             self._follower.close()
             raise
 
-    def _follow_route(self, participant: SwitchParticipant, counts: Callable[[], ClientCounts] | None = None) -> None:
+    def _follow_route(self, participant: SwitchParticipant, spec: Callable[[], ClusterSpec],
+                      counts: Callable[[], ClientCounts] | None = None) -> None:  # fmt: skip
+        """Take part in switches through ``participant``; ``spec``: the cluster in use."""
         try:
-            self._follower.join(participant, self.gate, lambda: self._spec, counts=counts)
+            self._follower.join(participant, self.gate, spec, counts=counts)
         except BaseException:
             self._follower.close()
             raise

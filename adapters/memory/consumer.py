@@ -12,23 +12,23 @@ As the Kafka facade, with manual commits (``enable.auto.commit`` must be false):
   consumer has left is acknowledged by identity.
 * A rebalance (a member joins, leaves, or its session expires) is eager: every partition is
   revoked and assigned again, reading restarts at the committed offset.
-* A switch (the core's protocol): store every acknowledgement, leave the old cluster's group,
-  join the new one; each partition starts at the group's committed offset there, else the
-  beginning (``translation.choose``); the ledger filters what is read again. There is no drain
-  step: the memory clusters copy to a cluster that came back empty what it lacks, so nothing
-  depends on reading the old cluster to its end.
+* A switch (:class:`~hotstandby.adapters.memory.consumer_switch.ConsumerSwitch`): store every
+  acknowledgement, leave the old cluster's group, join the new one; each partition starts at
+  the group's committed offset there, else the beginning (``translation.choose``); the ledger
+  filters what is read again.
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Iterable
 from typing import Any
 
-from hotstandby.adapters.memory.client import Clock, MemoryClient, connect
-from hotstandby.adapters.memory.cluster import BrokerUnavailable, CommitRefused, MemoryCluster, TopicPartition
+from hotstandby.adapters.memory.client import Clock, MemoryClient
+from hotstandby.adapters.memory.cluster import BrokerUnavailable, CommitRefused, TopicPartition
+from hotstandby.adapters.memory.consumer_switch import ConsumerSwitch
+from hotstandby.adapters.memory.group_reading import GroupReading
 from hotstandby.adapters.memory.message import Message, identity_of
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterUnavailable, ConfigError
@@ -40,7 +40,6 @@ from hotstandby.failover.ledger.ledger import PartitionLedger
 from hotstandby.failover.ledger.ownership import Ledgers
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.failover.switch_events import ClientCounts
-from hotstandby.failover.switch_protocol import SwitchPlan
 from hotstandby.failover.translation import Proposal, Strategy, choose
 from hotstandby.logs import get_logger
 
@@ -67,27 +66,23 @@ class Consumer(MemoryClient):  # type: ignore[misc,unused-ignore]
         self.group = group
         self._auto_store = _flag(raw.get("enable.auto.offset.store", True))
         self._clock = clock
-        self._inner: MemoryCluster = self._setup(options, "consumer", center, labels={"group": group})
-        self.peer_labels = {"group": group}
+        spec, cluster = self._setup(options, "consumer", center, labels={"group": group})
+        self._reading = reading = GroupReading(self._lock, cluster, spec, group, options.client_id)
         center = self._follower.center
         self._acks = AckTracker()
         self._ledgers = Ledgers(LedgerStore(center), self._acks, group=group, owner=options.client_id)
-        self._topics: list[str] = []
-        self._member: str | None = None
-        self._generation = -1
-        self._assigned: list[TopicPartition] = []
-        self._positions: dict[TopicPartition, int] = {}
-        self._stored: dict[TopicPartition, int] = {}
-        self._turn = 0  # the partition the next fetch starts at (round robin)
-        self._next: MemoryCluster | None = None
-        self._dead = False
-        self.switches = 0
+        self._switch = ConsumerSwitch(reading, self._acks, self._ledgers, self._store, clock)
         # In memory a reconnect costs nothing: the follower need not pause a second after an outage.
         self._ledger_follower = LedgerFollower(
             center, group, self._merge, name=f"ledgers-{options.client_id}", retry_s=0.01
         )
         self._ledger_follower.start()
-        self._follow_route(self, lambda: ClientCounts(filtered=self._acks.filtered))
+        self._follow_route(self._switch, lambda: reading.spec, lambda: ClientCounts(filtered=self._acks.filtered))
+
+    @property
+    def switches(self) -> int:
+        """Switches this consumer took part in (a record's ``visit`` is the count when read)."""
+        return self._reading.switches
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -100,43 +95,38 @@ class Consumer(MemoryClient):  # type: ignore[misc,unused-ignore]
 
     def subscribe(self, topics: Iterable[str]) -> None:
         with self._lock:
-            self._topics = list(topics)
-            self._rejoin()
-
-    def _rejoin(self) -> None:
-        try:
-            self._member = self._inner.join(self.group, self._topics, self.options.client_id)
-        except BrokerUnavailable:
-            self._member = None
+            self._reading.topics = list(topics)
+            self._reading.rejoin()
 
     def _sync_assignment(self) -> None:
         """With the lock held: take a rebalance in (eager: all revoked, all assigned again)."""
-        if not self._topics:
+        reading = self._reading
+        if not reading.topics:
             return
-        if self._member is None:
-            self._rejoin()
-            if self._member is None:
+        if reading.member is None:
+            reading.rejoin()
+            if reading.member is None:
                 return
-        generation, assigned = self._inner.assignment(self.group, self._member)
+        generation, assigned = reading.cluster.assignment(self.group, reading.member)
         if generation == -1:  # the group is gone (the cluster came back empty): join again
-            self._rejoin()
+            reading.rejoin()
             return
-        if generation != self._generation:
-            old = set(self._assigned)
+        if generation != reading.generation:
+            old = set(reading.assigned)
             self._acks.forget(old - set(assigned))
             self._ledgers.release({k for k in old})
-            self._generation, self._assigned = generation, assigned
-            self._positions.clear()
+            reading.generation, reading.assigned = generation, assigned
+            reading.positions.clear()
             self._ledgers.claim(set(assigned))
         else:
             self._ledgers.retry_claims(force=True)  # in memory an attempt costs nothing
-        for tp in self._assigned:
-            if tp not in self._positions and tp in self._ledgers.owned:
-                self._positions[tp] = self._start(tp)
+        for tp in reading.assigned:
+            if tp not in reading.positions and tp in self._ledgers.owned:
+                reading.positions[tp] = self._start(tp)
 
     def _start(self, tp: TopicPartition) -> int:
         """Where reading ``tp`` starts on this cluster: the committed offset, else the beginning."""
-        committed = self._inner.committed(self.group, tp)
+        committed = self._reading.cluster.committed(self.group, tp)
         chosen = choose([
             Strategy("committed", lambda: Proposal(committed, "committed") if committed is not None else None),
             Strategy("beginning", lambda: Proposal(0, "beginning"), exact=False),
@@ -148,8 +138,7 @@ class Consumer(MemoryClient):  # type: ignore[misc,unused-ignore]
     def poll(self, timeout: float | None = 0) -> Message | None:
         """The next record to process, or None (nothing within ``timeout``: in memory, nothing now)."""
         with self._lock:
-            if self._dead:
-                raise RuntimeError("Consumer was killed")
+            self._reading.alive()
             if not self._await_gate(timeout if timeout is not None and timeout >= 0 else None):
                 return None
             self._ledgers.store(set(), deadline=time.monotonic())  # one attempt at what is unstored
@@ -160,22 +149,23 @@ class Consumer(MemoryClient):  # type: ignore[misc,unused-ignore]
                 return None
 
     def _fetch(self) -> Message | None:
-        readable = [tp for tp in self._assigned if tp in self._positions]
+        reading = self._reading
+        readable = [tp for tp in reading.assigned if tp in reading.positions]
         for i in range(len(readable)):
-            tp = readable[(self._turn + i) % len(readable)]
+            tp = readable[(reading.turn + i) % len(readable)]
             while True:
-                records = self._inner.read(tp, self._positions[tp], 1)
+                records = reading.cluster.read(tp, reading.positions[tp], 1)
                 if not records:
                     break
                 record = records[0]
-                self._positions[tp] = record.offset + 1
+                reading.positions[tp] = record.offset + 1
                 rid = identity_of(record.headers)
                 if self._acks.offer(tp[0], tp, record.offset, rid, record.timestamp_ms):
-                    self._turn = (self._turn + i + 1) % len(readable)
+                    reading.turn = (reading.turn + i + 1) % len(readable)
                     if self._auto_store:
-                        self._stored[tp] = record.offset + 1
+                        reading.stored[tp] = record.offset + 1
                     return Message(tp[0], tp[1], record.offset, record.key, record.value, record.headers,
-                                   record.timestamp_ms, self._spec.name, self.switches)  # fmt: skip
+                                   record.timestamp_ms, reading.spec.name, reading.switches)  # fmt: skip
         return None
 
     # -- acknowledging --------------------------------------------------------------------
@@ -184,9 +174,9 @@ class Consumer(MemoryClient):  # type: ignore[misc,unused-ignore]
         """What :meth:`commit` without arguments commits (offsets: ``(topic, partition, next offset)``)."""
         with self._lock:
             if message is not None:
-                self._stored[(message.topic(), message.partition())] = message.offset() + 1
+                self._reading.stored[(message.topic(), message.partition())] = message.offset() + 1
             for topic, partition, offset in offsets or []:
-                self._stored[(topic, partition)] = offset
+                self._reading.stored[(topic, partition)] = offset
 
     def commit(
         self,
@@ -197,14 +187,14 @@ class Consumer(MemoryClient):  # type: ignore[misc,unused-ignore]
         """Acknowledge as confluent-kafka's commit would; returns once the ledger is stored.
         Raises :class:`~hotstandby.errors.ConfigCenterUnavailable` when it cannot be stored
         within the etcd timeout (the acknowledgements stay local and are stored later)."""
+        reading = self._reading
         with self._lock:
-            if self._dead:
-                raise RuntimeError("Consumer was killed")
+            reading.alive()
             now = self._now_ms()
             if message is not None:
                 slot = (message.topic(), message.partition())
                 rid, ts = message.identity(), message.timestamp()[1]
-                if message.visit != self.switches:
+                if message.visit != reading.switches:
                     # Read on a cluster left since: by identity (with the records of its
                     # partition handed out before it, while the tracker still has them), no
                     # broker commit — its offsets mean nothing here.
@@ -218,15 +208,15 @@ class Consumer(MemoryClient):  # type: ignore[misc,unused-ignore]
             elif offsets is not None:
                 through = {(t, p): o for t, p, o in offsets}
             else:
-                through = dict(self._stored)
+                through = dict(reading.stored)
             for slot, offset in through.items():
                 self._acks.acknowledge_through(slot, offset)
             self._store(self._acks.collect(now))
-            if self._member is not None:
+            if reading.member is not None:
                 try:
-                    self._inner.commit(self.group, self._member, self._generation, through)
+                    reading.cluster.commit(self.group, reading.member, reading.generation, through)
                 except (BrokerUnavailable, CommitRefused) as exc:  # the ledger holds them
-                    log.info("consumer.commit_failed", cluster=self._spec.name, error=str(exc))
+                    log.info("consumer.commit_failed", cluster=reading.spec.name, error=str(exc))
 
     def _store(self, keys: set[LedgerKey]) -> None:
         deadline = time.monotonic() + self.options.settings.etcd_timeout
@@ -247,19 +237,17 @@ class Consumer(MemoryClient):  # type: ignore[misc,unused-ignore]
 
     def assignment(self) -> list[TopicPartition]:
         with self._lock:
-            return list(self._assigned)
+            return list(self._reading.assigned)
 
     # -- ending ---------------------------------------------------------------------------
 
     def close(self) -> None:
         """Store what is unstored (bounded), leave the group, stop following the route."""
         with self._lock:
-            if not self._dead:
+            if not self._reading.dead:
                 self._ledgers.store(set(), deadline=time.monotonic() + self.options.settings.etcd_timeout)
-                if self._member is not None:
-                    with contextlib.suppress(BrokerUnavailable):
-                        self._inner.leave(self.group, self._member)
-            self._dead = True
+                self._reading.leave()
+            self._reading.dead = True
         self._ledger_follower.close()
         self._follower.close()
 
@@ -267,55 +255,14 @@ class Consumer(MemoryClient):  # type: ignore[misc,unused-ignore]
         """What SIGKILL does to the process (for tests): nothing more is stored or committed,
         the member stays in its group until its session expires; returns at once (the
         client's threads stop in the background)."""
+        reading = self._reading
         with self._lock:
-            self._dead = True
-            if self._member is not None:
-                self._inner.crash(self.group, self._member)
+            reading.dead = True
+            if reading.member is not None:
+                reading.cluster.crash(self.group, reading.member)
 
         def stop() -> None:
             self._ledger_follower.close()
             self._follower.close()
 
         threading.Thread(target=stop, name="hotstandby-memory-kill", daemon=True).start()
-
-    # -- the switch protocol --------------------------------------------------------------
-
-    def _alive(self) -> None:
-        if self._dead:
-            raise RuntimeError("Consumer was killed")
-
-    def drain(self, plan: SwitchPlan) -> None:
-        """No drain (see the module doc)."""
-
-    def store(self, plan: SwitchPlan) -> None:
-        with self._lock:
-            self._alive()
-            self._store(self._acks.collect(self._now_ms()) | self._ledgers.owned)
-
-    def connect(self, plan: SwitchPlan) -> None:
-        self._alive()
-        self._next = connect(plan.destination)
-
-    def move(self, plan: SwitchPlan) -> None:
-        with self._lock:
-            assert self._next is not None
-            if self._member is not None:
-                with contextlib.suppress(BrokerUnavailable):  # a dead cluster's group is gone with it
-                    self._inner.leave(self.group, self._member)
-            self._inner, self._spec, self._next = self._next, plan.destination, None
-            self._acks.reset()
-            self._ledgers.reset()
-            self._member, self._generation, self._assigned = None, -1, []
-            self._positions.clear()
-            self._stored.clear()
-            self.switches += 1
-            if self._topics:
-                self._rejoin()
-        log.info("consumer.switched", client=self.options.client_id, source=plan.source.name,
-                 to=plan.destination.name, epoch=plan.target.epoch)  # fmt: skip
-
-    def resume(self, plan: SwitchPlan) -> None:
-        """Reading goes on with the next ``poll``."""
-
-    def abort(self, plan: SwitchPlan) -> None:
-        self._next = None

@@ -55,7 +55,14 @@ class SwitchPlan:
 
 @runtime_checkable
 class SwitchParticipant(Protocol):
-    """A client object tree that moves between clusters as one (see the module docs)."""
+    """A client object tree that moves between clusters as one (see the module docs).
+
+    There is one way to implement it: a class of its own, in ``switch.py`` of the client's
+    package (``<client>_switch.py`` in a flat one), built from collaborators passed in — the
+    client's state object, under the lock the client's gate is built on, and the parts that
+    act on it — never reaching into the client's private attributes. The client hands that
+    object to its :class:`~hotstandby.failover.follower.RouteFollower`.
+    """
 
     @property
     def peer_labels(self) -> Mapping[str, str] | None:
