@@ -12,12 +12,14 @@ import pytest
 
 from hotstandby.adapters.pulsar.adapter import encode_identity
 from hotstandby.adapters.pulsar.consumer.acceptance import Acceptance
+from hotstandby.adapters.pulsar.consumer.acknowledging import Acknowledger
 from hotstandby.adapters.pulsar.consumer.consumer import Consumer
 from hotstandby.adapters.pulsar.consumer.handed import HandedOut
 from hotstandby.adapters.pulsar.consumer.subscription import SubscriptionState
 from hotstandby.configcenter import ConfigCenter, MemoryStore
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.switch_gate import SwitchGate
+from hotstandby.logs import Seldom, get_logger
 
 TOPIC = "persistent://public/default/t"
 
@@ -79,6 +81,11 @@ class _Broker:
         self.acked.append(("negative", message))
 
 
+def _acknowledger(made: Consumer, *, cumulative: bool) -> Acknowledger:
+    return Acknowledger(made._state, made._out, made._topics, cumulative=cumulative, shared=False,
+                        current=lambda: made._inner, check_open=made._check_open, seldom=Seldom(get_logger("test")))  # fmt: skip
+
+
 @pytest.fixture
 def consumer() -> Iterator[Consumer]:
     state = SubscriptionState(ConfigCenter(MemoryStore(), "/t"), TOPIC, "s", "me")
@@ -89,6 +96,7 @@ def consumer() -> Iterator[Consumer]:
     made._held, made._cumulative = [], False
     made._acceptance = Acceptance(state, made._out, state.topics, track_origins=False, cumulative=False)
     made._gate, made._closed = SwitchGate(threading.RLock()), False  # the client's gate, on the client's lock
+    made._acks = _acknowledger(made, cumulative=False)
     yield made
     state.close()
 
@@ -119,6 +127,7 @@ def _exclusive(consumer: Consumer, count: int) -> list[_Message]:
     """The fixture's consumer as one that reads its topic alone (Exclusive, not partitioned),
     and ``count`` messages it handed out."""
     consumer._cumulative = True
+    consumer._acks = _acknowledger(consumer, cumulative=True)
     consumer._acceptance = Acceptance(consumer._state, consumer._out, consumer._state.topics, track_origins=False,
                                       cumulative=True)  # fmt: skip
     consumer._acceptance.slot = (TOPIC, 0)

@@ -5,6 +5,20 @@ and the ledgers, under one lock.
 The parts — fetching (``fetch``), committing (``commit``), rebalances
 (``rebalance``) and the switch (``switch``) — each keep only their own
 bookkeeping and reach this state; the public class (``consumer``) delegates to them.
+
+The contract every part keeps:
+
+* Every field is read and changed with ``lock`` held (a fetch waits in librdkafka with it
+  held; the switch takes it after closing the gate, so nothing is fetched, handed out or
+  committed while it moves). Callbacks into the application run with it held too, as
+  confluent-kafka runs them inside ``poll``.
+* One writer per field: ``inner`` and ``spec`` — the constructor and the switch's ``move``;
+  ``topics`` and ``logical`` — subscribing and rebalances (``rebalance``), ``manual`` with
+  ``logical`` — ``assign``; ``late_copies`` — rebalances and fetching (copies found missing); ``paused`` — ``pause``/``resume`` (``extras``);
+  ``closing`` — ``close``; ``lost_tells`` — the rebalance callbacks, emptied by
+  :meth:`ConsumerState.tell_lost`.
+* ``acks`` and ``ledgers`` change only through their own methods, which keep them consistent
+  with each other; any part may call them.
 """
 
 from __future__ import annotations
@@ -69,7 +83,6 @@ class ConsumerState:
         self.ledgers = Ledgers(ledger_store, self.acks, group=group, owner=options.client_id)
         self.seldom = Seldom(log)  # events that can happen per record
         self.closing = False
-        self.closed = False
         # Logical partitions the application paused: kept paused on every cluster until resumed.
         self.paused: set[Slot] = set()
         # Logical partitions assigned by the application (assign), not by a group: kept on

@@ -1,9 +1,17 @@
-"""How a Pulsar ``Consumer`` takes acknowledgements (see :mod:`hotstandby.adapters.pulsar.consumer.consumer`):
-recorded by identity in the subscription's ack tracker, sent to the broker once stored."""
+"""How a Pulsar ``Consumer`` takes acknowledgements (see :mod:`hotstandby.adapters.pulsar.consumer.consumer`).
+
+``acknowledge`` and ``acknowledge_cumulative`` record the messages' identities in the
+subscription's ack tracker (the cluster-neutral form of Pulsar's individually deleted
+messages); every 100 ms the changed ledgers are stored and only then are the
+acknowledgements sent to the broker, so a broker never forgets a message the ledger does not
+hold (an Exclusive or Failover consumer's as one cumulative acknowledgement where the
+acknowledged prefix is settled, at a message not sent in a batch). ``negative_acknowledge``
+and ``redeliver_unacknowledged_messages`` give messages back: they are handed out again.
+"""
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Callable
 
 import pulsar
 
@@ -14,22 +22,28 @@ from hotstandby.adapters.pulsar.topics import TopicSelection
 from hotstandby.failover.identity import RecordId
 from hotstandby.logs import Seldom
 
-__all__ = ["Acknowledging"]
+__all__ = ["Acknowledger"]
 
 
-class Acknowledging:
-    """The acknowledging half of :class:`hotstandby.adapters.pulsar.consumer.consumer.Consumer`."""
+class Acknowledger:
+    """The acknowledging half of a :class:`hotstandby.adapters.pulsar.consumer.consumer.Consumer`:
+    over the subscription's state and what the consumer handed out; ``current`` is the
+    pulsar-client consumer in use, ``check_open`` raises ``pulsar.AlreadyClosed`` once the
+    consumer is closed."""
 
-    _lock: threading.RLock
-    _out: HandedOut
-    _state: SubscriptionState
-    _inner: pulsar.Consumer
-    _topic: str
-    _topics: TopicSelection
-    _cumulative: bool  # Exclusive or Failover
-    _shared: bool  # Shared or Key_Shared
-    _closed: bool
-    _seldom: Seldom
+    def __init__(self, state: SubscriptionState, out: HandedOut, topics: TopicSelection, *, cumulative: bool,
+                 shared: bool, current: Callable[[], pulsar.Consumer], check_open: Callable[[], None],
+                 seldom: Seldom) -> None:  # fmt: skip
+        self._state = state
+        self._lock = state.lock
+        self._out = out
+        self._topics = topics
+        self._topic = topics.name
+        self._cumulative = cumulative  # Exclusive or Failover
+        self._shared = shared  # Shared or Key_Shared
+        self._current = current
+        self._check_open = check_open
+        self._seldom = seldom
 
     def _by_id(self, message: pulsar.Message | pulsar.MessageId) -> pulsar.Message | None:
         """The message handed out under message id ``message`` (a message is itself); None when
@@ -61,7 +75,7 @@ class Acknowledging:
             del self._out.current[handed.key]
             self._state.acks.acknowledge(handed.slot, handed.position)  # collected at the next store
             slot = handed.slot if self._cumulative else None
-            self._state.after_store(self._inner, handed.message, slot=slot, position=handed.position)
+            self._state.after_store(self._current(), handed.message, slot=slot, position=handed.position)
 
     def acknowledge_cumulative(self, message: pulsar.Message | pulsar.MessageId) -> None:
         """As :meth:`pulsar.Consumer.acknowledge_cumulative` (a message or its id): every message
@@ -90,12 +104,12 @@ class Acknowledging:
                 del current[h.key]
             # Collected at the next store; in flight (filtered) until then.
             if message.message_id().batch_index() < 0:
-                self._state.after_store(self._inner, message, cumulative=True)
+                self._state.after_store(self._current(), message, cumulative=True)
             else:
                 # A cumulative acknowledgement of a batched message can reach the reference
                 # broker as one of the whole topic (docs/refcluster.md): each one instead.
                 for h in covered:
-                    self._state.after_store(self._inner, h.message)
+                    self._state.after_store(self._current(), h.message)
 
     def _acknowledge_unknown_id(self, mid: pulsar.MessageId, *, cumulative: bool) -> None:
         """A message id of no message handed out here: nothing to record in the ledger (its
@@ -103,7 +117,7 @@ class Acknowledging:
         what pulsar-client refuses (an id without a topic on a multi-topic consumer:
         ``OperationNotSupported``) is raised."""
         self._seldom.info("consumer.ack_of_unknown_message_id", topic=self._topic, message_id=str(mid))
-        (self._inner.acknowledge_cumulative if cumulative else self._inner.acknowledge)(mid)
+        (self._current().acknowledge_cumulative if cumulative else self._current().acknowledge)(mid)
 
     def _acknowledge_elsewhere(self, message: pulsar.Message) -> None:
         """A message handed out on a cluster the consumer has left (or acknowledged already):
@@ -139,7 +153,7 @@ class Acknowledging:
         with self._lock:
             found = self._by_id(message)
             if found is None:
-                self._inner.negative_acknowledge(message)
+                self._current().negative_acknowledge(message)
                 return
             message = found
             handed = self._out.of(message)
@@ -147,8 +161,17 @@ class Acknowledging:
                 return  # from a cluster we left: it was not acknowledged, so it comes again there
             del self._out.current[handed.key]
             self._state.acks.release(handed.slot, handed.position)
-            self._inner.negative_acknowledge(message)
+            self._current().negative_acknowledge(message)
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise pulsar.AlreadyClosed("Pulsar error: AlreadyClosed")
+    def redeliver_unacknowledged_messages(self) -> None:
+        """Everything handed out and not acknowledged comes again."""
+        with self._lock:
+            self.give_back()
+            self._current().redeliver_unacknowledged_messages()
+
+    def give_back(self) -> None:
+        """With the lock held: what is handed out and not acknowledged is no longer in flight
+        (it comes again: a redelivery or a seek)."""
+        for handed in self._out.current.values():
+            self._state.acks.release(handed.slot, handed.position)
+        self._out.current.clear()

@@ -6,14 +6,8 @@ never handing a message out again once it was acknowledged.
   any consumer of the subscription, before a restart or a switch — is acknowledged on the
   broker and skipped (counted in :attr:`Consumer.filtered`). A message redelivered while still
   handed out here (pulsar-lite may dispatch an entry twice) is skipped too.
-* ``acknowledge`` and ``acknowledge_cumulative`` record the messages' identities (the
-  cluster-neutral form of Pulsar's individually deleted messages); every 100 ms the changed
-  ledgers are stored and only then are the acknowledgements sent to the broker, so a broker
-  never forgets a message the ledger does not hold (an Exclusive or Failover consumer's as
-  one cumulative acknowledgement where the acknowledged prefix is settled, at a message not
-  sent in a batch).
-  ``negative_acknowledge`` and ``redeliver_unacknowledged_messages`` give messages back: they
-  are handed out again.
+* Acknowledgements are recorded by identity, stored, then sent to the broker
+  (:mod:`hotstandby.adapters.pulsar.consumer.acknowledging`).
 * Ledgers are written by every consumer of the subscription (a save merges; nobody owns a
   Shared subscription's partition), and each consumer merges what the others store.
 * In a switch (the client's, see :mod:`hotstandby.adapters.pulsar.client.client`) the consumer
@@ -37,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pulsar
 
 from hotstandby.adapters.pulsar.consumer.acceptance import Acceptance
-from hotstandby.adapters.pulsar.consumer.acknowledging import Acknowledging
+from hotstandby.adapters.pulsar.consumer.acknowledging import Acknowledger
 from hotstandby.adapters.pulsar.consumer.handed import HandedOut
 from hotstandby.adapters.pulsar.consumer.start_position import start_after_copies
 from hotstandby.adapters.pulsar.consumer.subscription import SubscriptionState
@@ -58,7 +52,7 @@ log = get_logger("hotstandby.pulsar.consumer")
 _LISTENER_STOP_S = 5.0  # a listener call in progress when the consumer closes: how long close waits
 
 
-class Consumer(Acknowledging):
+class Consumer:
     """Drop-in replacement for :class:`pulsar.Consumer` (see the module doc)."""
 
     def __init__(self, client: Client, topics: TopicSelection, subscription_name: str, kwargs: dict[str, Any]) -> None:
@@ -97,6 +91,9 @@ class Consumer(Acknowledging):
             self._state, self._out, topics, track_origins=self._track_origins, cumulative=self._cumulative
         )
         self._acceptance.slot = self._single_slot(partitions)
+        self._acks = Acknowledger(self._state, self._out, topics, cumulative=self._cumulative, shared=self._shared,
+                                  current=lambda: self._inner, check_open=self._check_open,
+                                  seldom=self._seldom)  # fmt: skip
         self._inner = self._subscribe(client.inner, client.spec)
         self._listener = None if listener is None else MessageListener(self, listener, self._receive)
 
@@ -269,12 +266,27 @@ class Consumer(Acknowledging):
         """``msg`` or, when it is not to be handed out, None (lock held; ``acceptance``)."""
         return self._acceptance.accept(msg, self._inner)
 
+    # -- acknowledging (the Acknowledger) ----------------------------------------------------
+
+    def acknowledge(self, message: pulsar.Message | pulsar.MessageId) -> None:
+        """As :meth:`pulsar.Consumer.acknowledge`: stored in the ledger, then sent to the broker."""
+        self._acks.acknowledge(message)
+
+    def acknowledge_cumulative(self, message: pulsar.Message | pulsar.MessageId) -> None:
+        """As :meth:`pulsar.Consumer.acknowledge_cumulative`: what its partition handed out up to it."""
+        self._acks.acknowledge_cumulative(message)
+
+    def negative_acknowledge(self, message: pulsar.Message | pulsar.MessageId) -> None:
+        """As :meth:`pulsar.Consumer.negative_acknowledge` (a message or its id): it comes again."""
+        self._acks.negative_acknowledge(message)
+
     def redeliver_unacknowledged_messages(self) -> None:
-        with self._lock:
-            for handed in self._out.current.values():
-                self._state.acks.release(handed.slot, handed.position)
-            self._out.current.clear()
-            self._inner.redeliver_unacknowledged_messages()
+        """As :meth:`pulsar.Consumer.redeliver_unacknowledged_messages`: what is handed out comes again."""
+        self._acks.redeliver_unacknowledged_messages()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise pulsar.AlreadyClosed("Pulsar error: AlreadyClosed")
 
     def unsubscribe(self) -> None:
         with self._lock:
@@ -297,9 +309,7 @@ class Consumer(Acknowledging):
                     f"{self._client.cluster!r}): seek by publish time instead"
                 )
             self._inner.seek(messageid)
-            for handed in self._out.current.values():
-                self._state.acks.release(handed.slot, handed.position)
-            self._out.current.clear()
+            self._acks.give_back()
 
     def abandon(self) -> None:
         """The client shuts down: closed at once; what was acknowledged is stored and sent."""
