@@ -52,6 +52,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject.toml): two worker processes on a lite reference cluster each,
+    files kept together (``--dist loadfile``). The suite mostly waits on brokers, replication
+    and timeouts — the machine is idle most of the run — so two halve its time. The real-broker
+    tier, and a run on a cluster already up, stay in one process: an Apache cluster per worker
+    would not fit beside another, and one shared cluster would see the other's kills."""
+    shared = config.getoption("--refcluster-dir") or config.getoption("--brokers") != "lite"
+    return 0 if shared else 2
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     integration_dir = pathlib.Path(__file__).parent / "integration"
     apache = config.getoption("--brokers") == "apache"
