@@ -6,6 +6,7 @@ the hotstandby source reads each row once."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import uuid
@@ -70,30 +71,41 @@ def _stored(rc: RefCluster, cluster: str, logical: str, partitions: int) -> int:
         consumer.close()
 
 
-def _paced(rows: Any) -> Any:
-    """The frame's rows in small steps, so that a write lasts long enough to be flipped under."""
-    for frame in rows:
-        for start in range(0, len(frame), 100):
-            time.sleep(0.2)  # 3000 rows a task: 6 s, longer than a switch on the lite cluster
-            yield frame.iloc[start : start + 100]
+def _paced(flipped: str, moved: str) -> Any:
+    """The frame's rows in steps of 100, so that a write is still going on when its writers
+    switch: 0.2 s apart until the file ``flipped`` exists, 0.5 s apart from then until the
+    file ``moved`` exists (rows reached the new cluster), then the rest at once."""
+
+    def paced(rows: Any) -> Any:
+        for frame in rows:
+            for start in range(0, len(frame), 100):
+                if not os.path.exists(moved):
+                    time.sleep(0.5 if os.path.exists(flipped) else 0.2)  # pacing, not a wait for a condition
+                yield frame.iloc[start : start + 100]
+
+    return paced
 
 
-@pytest.mark.real_tier_only  # where a switch's drain is shorter than the write (on Apache Kafka)
+@pytest.mark.real_tier_only  # where a switch's drain is shorter than the paced write (on Apache Kafka)
 def test_a_flip_during_a_write_moves_the_rest_of_it_and_loses_nothing(
-    spark: Any, refcluster: RefCluster, center: ConfigCenter, namespace: str
+    spark: Any, refcluster: RefCluster, center: ConfigCenter, namespace: str, tmp_path: Path
 ) -> None:
     name = f"skf-{uuid.uuid4().hex[:8]}"
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), name, 2)
     values = [f"f{i}" for i in range(6000)]
     df = spark.createDataFrame([(v,) for v in values], "value string").repartition(2)
-    paced = df.mapInPandas(_paced, df.schema)
+    marks = {"flipped": str(tmp_path / "flipped"), "moved": str(tmp_path / "moved")}
+    paced = df.mapInPandas(_paced(**marks), df.schema)
     flipped = threading.Event()
 
     def flip_midway() -> None:
         wait_for(lambda: _stored(refcluster, "kafka-a", name, 2) >= 1000, 120, "the write to begin on kafka-a")
         center.switch("orders", "kafka-b", reason="test")
+        Path(marks["flipped"]).touch()  # the write slows down until the writers moved
         flipped.set()
+        wait_for(lambda: _stored(refcluster, "kafka-b", name, 2) > 0, 60, "the write to go on on kafka-b")
+        Path(marks["moved"]).touch()
 
     flipper = threading.Thread(target=flip_midway, daemon=True)
     flipper.start()
