@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 import uuid
@@ -17,6 +16,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.errors import ConfigCenterUnavailable
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.refcluster import RefCluster
+from tests.integration.etcd_kill import kill_etcd
 from tests.integration.kafka_helpers import create_topic, route_config
 from tests.integration.pulsar_helpers import acknowledge_until
 from tests.support import capture_logs, wait_for
@@ -32,7 +32,7 @@ QUIET = {"logger": pulsar.ConsoleLogger(pulsar.LoggerLevel.Error), "operation_ti
 @pytest.fixture
 def etcd_down(refcluster: RefCluster) -> Iterator[None]:
     """etcd SIGKILLed for the test; started again (with its data) afterwards if the test did not."""
-    refcluster.kill("etcd", signal.SIGKILL)
+    kill_etcd(refcluster)
     try:
         yield
     finally:
@@ -145,7 +145,7 @@ def test_a_pulsar_producer_and_consumer_keep_working_through_an_etcd_outage(
         t.start()
     try:
         wait_for(lambda: len(got) >= 50, 30, "traffic before the outage")
-        refcluster.kill("etcd", signal.SIGKILL)
+        kill_etcd(refcluster)
         killed_at, during = time.monotonic(), len(got)
         wait_for(lambda: time.monotonic() - killed_at >= OUTAGE_S or errors, OUTAGE_S + 5, "the outage")
         consumed_during = len(got) - during
@@ -189,7 +189,7 @@ def test_a_switch_cut_short_by_an_etcd_outage_leaves_the_consumers_delivering(
 
     def etcd_dies_now(*args: object, **kwargs: object) -> list[str]:
         follower.await_peers = real  # type: ignore[method-assign]  # once
-        refcluster.kill("etcd", signal.SIGKILL)
+        kill_etcd(refcluster)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     follower.await_peers = etcd_dies_now  # type: ignore[method-assign]
@@ -218,7 +218,7 @@ def test_closing_a_consumer_and_its_client_while_etcd_is_down_does_not_raise(
     consumer = client.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
     producer = client.create_producer(topic)
     producer.send(b"m0")
-    refcluster.kill("etcd", signal.SIGKILL)
+    kill_etcd(refcluster)
     try:
         with capture_logs() as logs:
             consumer.acknowledge(consumer.receive(timeout_millis=10_000))  # not storable now

@@ -3,7 +3,6 @@ keeps its acknowledgements (they filter locally) and stores them once etcd is ba
 
 from __future__ import annotations
 
-import signal
 import time
 import uuid
 
@@ -16,6 +15,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.refcluster import RefCluster
+from tests.integration.etcd_kill import kill_etcd
 from tests.integration.kafka_helpers import create_topic, route_config
 from tests.integration.kafka_helpers import producer as raw_producer
 
@@ -60,7 +60,7 @@ def test_etcd_killed_under_a_polling_consumer_raises_nothing_and_loses_nothing(
     try:
         consumer.subscribe([topic])
         poll_until(consumer, got, 100, 60)
-        refcluster.kill("etcd", signal.SIGKILL)
+        kill_etcd(refcluster)
         killed = time.monotonic()
         try:
             produce(refcluster, topic, 100, 150)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import statistics
 import subprocess
 import time
@@ -18,6 +17,7 @@ from hotstandby.errors import ConfigCenterUnavailable
 from hotstandby.refcluster import RefCluster
 from hotstandby.refcluster.binaries import find_binaries
 from tests.integration.conftest import etcd_args
+from tests.integration.etcd_kill import kill_etcd
 from tests.support import ChangeQueue, capture_logs, wait_for
 
 
@@ -62,7 +62,7 @@ def test_watcher_survives_etcd_sigkill_and_delivers_the_flip_made_after_restart(
         center.switch("orders", "kafka-b")
         assert changes.take().route.epoch == 2
 
-        refcluster.kill("etcd", signal.SIGKILL)
+        kill_etcd(refcluster)
         wait_for(lambda: any(e["event"] == "watch.disconnected" for e in logs), 15, "the watcher to see etcd die")
         refcluster.restart("etcd")
 
