@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from hotstandby.configcenter.documents import Route
+from hotstandby.configcenter.route_document import parse_iso
 
 __all__ = ["EXIT_ACTIVE_DOWN", "EXIT_CLIENTS_BEHIND", "EXIT_OK", "Verdict", "disagreeing_for", "verdict"]
 
@@ -50,13 +50,8 @@ class Verdict:
 def _timestamp(value: object) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
-    if isinstance(value, str) and value:
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        return parsed.timestamp() if parsed.tzinfo is not None else None
-    return None
+    parsed = parse_iso(value) if isinstance(value, str) else None
+    return None if parsed is None else parsed.timestamp()
 
 
 def disagreeing_for(route: Route, client: Mapping[str, Any], now: float) -> float | None:

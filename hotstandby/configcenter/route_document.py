@@ -28,6 +28,16 @@ def utc_now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
+def parse_iso(text: str) -> datetime | None:
+    """An ISO 8601 time (``Z`` allowed; no zone: UTC, as :func:`utc_now_iso` writes); None when
+    ``text`` is not one (audit fields written by hand may carry anything)."""
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Route:
     """``<ns>/routes/<name>``: which of a set of replicated clusters applications use now.
@@ -80,15 +90,9 @@ class Route:
 
     @property
     def at_ms(self) -> int | None:
-        """``at`` as milliseconds since the epoch; None when it is empty or not ISO 8601 (a
-        route written by hand may carry anything there: it is audit text)."""
-        try:
-            when = datetime.fromisoformat(self.at.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        return int(when.timestamp() * 1000)
+        """``at`` as milliseconds since the epoch; None when it is empty or not ISO 8601."""
+        when = parse_iso(self.at)
+        return None if when is None else int(when.timestamp() * 1000)
 
     def flipped(self, to: str, *, reason: str = "", by: str = "", after: int = 0) -> Route:
         """The route after a switch to ``to``: the epoch after max(own, ``after``), new audit fields."""
