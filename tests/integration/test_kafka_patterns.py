@@ -9,10 +9,9 @@ import uuid
 from hotstandby.adapters.kafka import Consumer
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
-from tests.integration.kafka_helpers import create_topic, read_all, route_config
+from tests.integration.kafka_helpers import create_topic, route_config, wait_copied
 from tests.integration.kafka_helpers import produce_values as produce
 from tests.integration.kafka_reading import hold, no_more
-from tests.support import wait_for
 
 
 def test_a_pattern_subscription_reads_matching_topics_and_their_remote_copies(
@@ -42,9 +41,8 @@ def test_a_pattern_subscription_reads_matching_topics_and_their_remote_copies(
     # Ten more each on kafka-a, then kafka-b holds all of them as remote copies only.
     for topic in topics:
         produce(refcluster, namespace, topic, [f"{topic}:b{i}" for i in range(10)])
-    b = refcluster.cluster_spec("kafka-b")
     for topic in topics:
-        wait_for(lambda t=topic: len(read_all(b, f"kafka-a.{t}", 0)) >= 20, 60, f"kafka-a.{topic} on kafka-b")
+        wait_copied(refcluster, topic, 1, 20)
     center.switch("orders", "kafka-b", reason="test")
     second = Consumer(config)
     try:
