@@ -136,11 +136,22 @@ class KafkaWorkload:
         rnd = random.Random(index)
 
         def commit_pending(*_: Any) -> None:
-            # Out of order: each record is committed on its own, in a shuffled order.
+            # Out of order: each record is committed on its own, in a shuffled order. A commit
+            # refused (another member took the partition over since: ILLEGAL_GENERATION, as
+            # Kafka's) was processed all the same, and may come again (drill/tally.py).
             rnd.shuffle(pending)
+            done, refused = [], []
             for msg in pending:
-                consumer.commit(message=msg, asynchronous=False)
-            ctx.tally.acknowledged([_seq(m) for m in pending])
+                try:
+                    consumer.commit(message=msg, asynchronous=False)
+                except KafkaException as exc:
+                    if exc.args[0].code() != KafkaError.ILLEGAL_GENERATION:
+                        raise
+                    refused.append(_seq(msg))
+                    continue
+                done.append(_seq(msg))
+            ctx.tally.acknowledged(done)
+            ctx.tally.refused(refused)
             pending.clear()
 
         try:

@@ -4,7 +4,9 @@ A record is *produced* when the broker acknowledged it to the producer, *consume
 consumer acknowledged it (committed it, or returned it with auto commit). It is **lost** when
 produced and never consumed, **duplicated** when delivered again after it was consumed. A record
 delivered again before it was acknowledged (a manual committer's uncommitted records at a
-switch) is *redelivered*: the at-least-once contract, not a duplicate.
+switch) is *redelivered*: the at-least-once contract, not a duplicate. A record whose commit was
+refused (another member took its partition over first, as Kafka refuses a commit from an older
+generation) was processed all the same: it is not lost, and it may come again once, redelivered.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class Tally:
         self.consumed = SeqSet()
         self._both = 0  # produced and consumed: kept as they change, counts() is polled often
         self._outstanding: set[int] = set()  # received, not yet acknowledged
+        self._refused: set[int] = set()  # processed, their commit refused: may come again once
         self.deliveries = 0
         self.duplicated = 0
         self.duplicated_sample: list[int] = []  # the first duplicates, to look for in the logs
@@ -82,7 +85,11 @@ class Tally:
             self.deliveries += 1
             second = (int(now - self.started), cluster or "?")
             self.per_second[second] = self.per_second.get(second, 0) + 1
-            if seq in self.consumed:
+            if seq in self._refused:
+                self._refused.discard(seq)
+                self._outstanding.add(seq)
+                self.redelivered += 1
+            elif seq in self.consumed:
                 self.duplicated += 1
                 if self.switches:
                     self.switches[-1].duplicated += 1
@@ -105,6 +112,12 @@ class Tally:
                 self._outstanding.discard(seq)
                 if self.consumed.add(seq) and seq in self.produced:
                     self._both += 1
+
+    def refused(self, seqs: list[int]) -> None:
+        """Processed, but their commit was refused (see the module doc)."""
+        self.acknowledged(seqs)
+        with self._lock:
+            self._refused.update(seqs)
 
     def withdrawn(self, seqs: list[int]) -> None:
         """The acknowledgement of ``seqs`` no longer holds (a sink overwrote the batch that

@@ -183,33 +183,39 @@ class KafkaVersus(_Told, KafkaWorkload):
 
 def _commit(consumer: Any, pending: list[Any], ctx: DrillContext, *, per_record: bool = False) -> None:
     """Commit each partition's last processed record (``commit(message=...)``, synchronous), or
-    every record; a partition's records are acknowledged when its commit worked. Not
-    ``commit()``: it covers the partitions assigned now, which after a rebalance (or, for the
-    SDK, a switch) are not those the records came from, and they come again."""
+    every record; a partition's records are acknowledged when its commit worked, and processed
+    with their commit refused when it raised (drill/tally.py). Not ``commit()``: it covers the
+    partitions assigned now, which after a rebalance (or, for the SDK, a switch) are not those
+    the records came from, and they come again."""
     if per_record:
-        done = []
+        done, refused = [], []
         for msg in pending:
             try:
                 consumer.commit(message=msg, asynchronous=False)
             except KafkaException:
-                continue  # not acknowledged: it comes again (or counts as lost)
+                refused.append(int(msg.value()))  # processed all the same; it may come again
+                continue
             done.append(int(msg.value()))
         pending.clear()
         ctx.tally.acknowledged(done)
+        ctx.tally.refused(refused)
         return
     # The last handed out (offsets of two clusters do not compare; the SDK's commit covers
     # what it handed out of the partition before the record it is given, from the topic and
     # its remote copies alike).
     newest = {(msg.topic(), msg.partition()): msg for msg in pending}
-    done = []
+    done, refused = [], []
     for key, msg in newest.items():
+        records = [int(m.value()) for m in pending if (m.topic(), m.partition()) == key]
         try:
             consumer.commit(message=msg, asynchronous=False)
         except KafkaException:
-            continue  # not acknowledged: they come again (or count as lost)
-        done += [int(m.value()) for m in pending if (m.topic(), m.partition()) == key]
+            refused += records  # processed all the same; they may come again
+            continue
+        done += records
     pending.clear()
     ctx.tally.acknowledged(done)
+    ctx.tally.refused(refused)
 
 
 class PulsarVersus(_Told, PulsarWorkload):

@@ -34,7 +34,7 @@ class GatedLedgers(LedgerStore):
         self.waiting = threading.Event()
 
     def save_all(self, group: str, ledgers: Mapping[tuple[str, int], tuple[PartitionLedger, int]],
-                 **kw: Any) -> set[tuple[str, int]]:  # fmt: skip
+                 **kw: Any) -> dict[tuple[str, int], int]:  # fmt: skip
         if not self.gate.is_set():
             self.waiting.set()
             self.gate.wait(_HELD_S)

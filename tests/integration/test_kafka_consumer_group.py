@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer as RawConsumer
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from hotstandby.adapters.kafka import Consumer
@@ -18,8 +19,8 @@ from hotstandby.adapters.kafka.consumer.stale_members import remove_members
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.failover.switching import SwitchState
 from hotstandby.refcluster import RefCluster
-from tests.integration.kafka_helpers import create_topic, produce_values, route_config
-from tests.integration.kafka_reading import consume
+from tests.integration.kafka_helpers import create_topic, produce_values, route_config, wait_copied
+from tests.integration.kafka_reading import consume, consume_all, hold
 from tests.support import capture_logs, wait_for
 
 # Part of the real-broker tier: the same test on both reference clusters.
@@ -118,6 +119,47 @@ def test_a_member_joining_during_a_switch_rebalances_without_duplicates(
     assert sorted(got) == sorted(before + after)
     # The application kept reading: the first member read kafka-a to its end before it moved.
     assert [e for e in events if e["event"] == "consumer.drain_incomplete"] == []
+
+
+@pytest.mark.parametrize("flip", [True, False], ids=["after-a-switch", "after-a-rebalance"])
+def test_a_commit_of_records_another_member_took_over_since_fails_as_kafkas_does(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str, flip: bool
+) -> None:
+    """Member 1 holds records of kafka-a, uncommitted, and gives their partition up (across a
+    flip, or only by leaving the subscription); member 2 takes it and hands them (or their
+    copies on kafka-b) out again: redelivered, never committed. Member 1's commit of them now
+    must fail, as Kafka refuses a commit from a member of an older generation, instead of
+    reporting them acknowledged: that promises they are never handed out again, and member 2
+    did (and, had it not fetched them yet, could still)."""
+    topic = f"t-{uuid.uuid4().hex[:8]}"
+    for cluster in ("kafka-a", "kafka-b"):
+        create_topic(refcluster.cluster_spec(cluster), topic, 1)
+    values = [f"a{i}" for i in range(10)]
+    produce_values(refcluster, namespace, topic, values)
+    wait_copied(refcluster, topic, 1, len(values))
+    config = route_config(refcluster, namespace, **{"group.id": f"g-{uuid.uuid4().hex[:6]}",
+                                                    "enable.auto.commit": False})  # fmt: skip
+    first = Consumer(config)
+    second: Consumer | None = None
+    try:
+        first.subscribe([topic])
+        held = hold(first, len(values))
+        if flip:
+            center.switch("orders", "kafka-b", reason="test")
+            wait_for(lambda: first.cluster == "kafka-b", 30, "member 1 to move (it read kafka-a to its end)")
+        first.unsubscribe()  # the partition goes to member 2
+        second = Consumer(config)
+        second.subscribe([topic])
+        assert sorted(consume_all(second, set(values))) == values
+        with pytest.raises(KafkaException) as failed:
+            first.commit(message=held[-1], asynchronous=False)
+        assert failed.value.args[0].code() == KafkaError.ILLEGAL_GENERATION
+    finally:
+        closing = threading.Thread(target=first.close)  # together: see the test above
+        closing.start()
+        if second is not None:
+            second.close()
+        closing.join(60)
 
 
 def test_members_left_behind_are_removed_from_the_group(refcluster: RefCluster, namespace: str) -> None:

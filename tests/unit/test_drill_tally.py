@@ -74,3 +74,16 @@ def test_report_fails_on_loss_or_duplicate_and_serializes_the_documented_keys() 
                                  "duplicated": 3, "at_s": None}]  # fmt: skip
     assert "timeline" not in data
     assert "FAIL" in DrillReport(**{**base, "lost": 1, "lost_sample": [3]}).human()  # type: ignore[arg-type]
+
+
+def test_a_record_whose_commit_was_refused_is_not_lost_and_may_come_again_once() -> None:
+    t = Tally()
+    t.delivered(1, True)
+    t.received(1, "a")
+    t.refused([1])  # processed; another member took the partition over before the commit
+    assert t.lost() == [] and t.counts() == (1, 1)
+    t.received(1, "b")  # the new owner hands it out again: what the refused commit warned of
+    assert (t.redelivered, t.duplicated) == (1, 0)
+    t.acknowledged([1])
+    t.received(1, "b")  # committed by the new owner: another delivery is a duplicate
+    assert t.duplicated == 1

@@ -45,7 +45,7 @@ class RecordingStore(LedgerStore):
         self.saved: list[tuple[str, str, int]] = []
 
     def save_all(self, group: str, ledgers: Mapping[tuple[str, int], tuple[PartitionLedger, int]],
-                 **kw: Any) -> set[tuple[str, int]]:  # fmt: skip
+                 **kw: Any) -> dict[tuple[str, int], int]:  # fmt: skip
         self.saved.extend((group, topic, partition) for topic, partition in sorted(ledgers))
         return super().save_all(group, ledgers, **kw)
 

@@ -57,8 +57,8 @@ def test_a_ledger_another_member_wrote_in_between_is_read_again_and_merged() -> 
     # Another member (its own store, so no shared knowledge) merges an acknowledgement of its own.
     theirs = PartitionLedger()
     theirs.ack(RecordId(SESSION, 1, 99), NOW)
-    fenced = LedgerStore(ConfigCenter(store)).save_all("g", {("orders", 1): (theirs, -1)}, owner="other")
-    assert fenced == {("orders", 1)}, "merged into ours, which stays ours"
+    claimed = LedgerStore(ConfigCenter(store)).save_all("g", {("orders", 1): (theirs, -1)}, owner="other")
+    assert claimed == {("orders", 1): 0}, "merged into ours (generation 0), which stays ours"
     store.calls.clear()
     assert ledgers.store(_acknowledge(acks, 2, 1), deadline=time.monotonic() + 5)
     assert store.calls == Counter(write=2, read=1), "refused once, read again, written"
@@ -94,3 +94,47 @@ def test_the_store_remembers_only_the_ledgers_its_member_owns() -> None:
     assert ledger_store.remembered == 32
     stored = LedgerStore(ConfigCenter(store)).load("g", "orders", 40).ledger
     assert stored.has(RecordId(SESSION, 40, 1))
+
+
+def _ack_one(acks: AckTracker, ledgers: Ledgers, seq: int, *, left_behind: bool = False) -> set[tuple[str, int]]:
+    acks.ledger(("orders", 0)).ack(RecordId(SESSION, 0, seq), NOW)
+    ledgers.acknowledged({("orders", 0)}, left_behind=left_behind)
+    return {("orders", 0)}
+
+
+def test_an_acknowledgement_stored_after_another_member_claimed_the_partition_is_late() -> None:
+    store = CountingStore()
+    acks, ledgers = _member(store, 1)
+    assert ledgers.store(_ack_one(acks, ledgers, 1), deadline=time.monotonic() + 5)
+    assert ledgers.take_late({("orders", 0)}) == set(), "stored while ours"
+    LedgerStore(ConfigCenter(store)).claim("g", "orders", 0, owner="other")  # a rebalance gave it away
+    assert ledgers.store(_ack_one(acks, ledgers, 2), deadline=time.monotonic() + 5)
+    assert ledgers.take_late({("orders", 0)}) == {("orders", 0)}
+    assert ledgers.take_late({("orders", 0)}) == set(), "taken once"
+    stored = LedgerStore(ConfigCenter(store)).load("g", "orders", 0)
+    assert stored.owner == "other" and stored.ledger.has(RecordId(SESSION, 0, 2)), "merged all the same"
+
+
+def test_an_acknowledgement_after_a_switch_is_late_only_if_another_member_claimed_in_between() -> None:
+    store = CountingStore()
+    acks, ledgers = _member(store, 1)
+    ledgers.reset()  # a switch: the record below was handed out before it
+    assert ledgers.claim({("orders", 0)}) == {("orders", 0)}, "claimed again by ourselves"
+    assert ledgers.store(_ack_one(acks, ledgers, 1, left_behind=True), deadline=time.monotonic() + 5)
+    assert ledgers.take_late({("orders", 0)}) == set(), "only our own claim in between"
+    ledgers.reset()
+    LedgerStore(ConfigCenter(store)).claim("g", "orders", 0, owner="other")
+    assert ledgers.claim({("orders", 0)}) == {("orders", 0)}
+    assert ledgers.store(_ack_one(acks, ledgers, 2, left_behind=True), deadline=time.monotonic() + 5)
+    assert ledgers.take_late({("orders", 0)}) == {("orders", 0)}, "the other member may have handed it out"
+
+
+def test_a_late_acknowledgement_stored_by_the_commit_thread_is_late_too() -> None:
+    store = CountingStore()
+    acks, ledgers = _member(store, 1)
+    LedgerStore(ConfigCenter(store)).claim("g", "orders", 0, owner="other")
+    _ack_one(acks, ledgers, 1)
+    batch = ledgers.take()
+    assert batch is not None
+    assert ledgers.finish(batch, ledgers.write(batch))
+    assert ledgers.take_late({("orders", 0)}) == {("orders", 0)}

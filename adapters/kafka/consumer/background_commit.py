@@ -85,9 +85,9 @@ class BackgroundCommits:
                 return  # not yet (a second after a failure): the next round
             offsets, metadata, inner = self._offsets, self._metadata, self._inner
             self._offsets, self._metadata = {}, {}
-        stored = s.ledgers.write(batch) if batch is not None else set()
+        stored = s.ledgers.write(batch) if batch is not None else None
         with s.lock:
-            if batch is not None and not s.ledgers.finish(batch, stored):
+            if batch is not None and stored is not None and not s.ledgers.finish(batch, stored):
                 if inner is self._inner:  # after the ledgers, whenever they are stored
                     for slot, offset in offsets.items():
                         if offset > self._offsets.get(slot, -1):

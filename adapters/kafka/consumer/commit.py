@@ -6,6 +6,11 @@ What a commit acknowledges is what confluent_kafka would commit: the offsets mar
 rebalance — or the given offsets. A message the application got from a cluster the consumer
 has since left is acknowledged by identity (it and the records of its partition handed out
 before it), never by offset: its offset names another record on the new cluster.
+
+A synchronous commit whose records were handed out before another member claimed their
+partition (a switch or a rebalance gave it away meanwhile) raises ``ILLEGAL_GENERATION``, as
+Kafka refuses a commit from a member of an older generation: that member may have handed the
+records out again already. The acknowledgements are kept and merged all the same.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from hotstandby.adapters.kafka.consumer.named_partitions import named_slot
 from hotstandby.adapters.kafka.consumer.own_commits import OwnCommits
 from hotstandby.adapters.kafka.consumer.state import ConsumerState, Slot, log
 from hotstandby.errors import ConfigCenterUnavailable
+from hotstandby.failover.ledger.ack_tracker import LedgerKey
 
 __all__ = ["Committer"]
 
@@ -35,6 +41,9 @@ class Committer:
         self._last_auto_commit = time.monotonic()
         self.background = BackgroundCommits(state)
         self.own = OwnCommits()
+        # Ledgers acknowledged by identity since the last commit: the next synchronous one
+        # reports whether they were late.
+        self._by_identity: set[LedgerKey] = set()
 
     def positions(self, message: Message | None, offsets: list[TopicPartition] | None) -> dict[Slot, int]:
         """What ``commit``/``store_offsets`` with these arguments covers: per physical partition,
@@ -63,7 +72,8 @@ class Committer:
             else:
                 self._s.seldom.info("consumer.ack_without_identity_ignored", topic=physical, partition=slot[1],
                                     offset=offset, cluster=self._s.spec.name)  # fmt: skip
-            self._s.ledgers.dirty |= left or set()
+            self._s.ledgers.acknowledged(left or set(), left_behind=True)
+            self._by_identity |= left or set()
             return {}
         if offsets is not None:
             return {slot: tp.offset for slot, tp in self._named(offsets)}
@@ -110,8 +120,9 @@ class Committer:
         for slot, next_offset in positions.items():
             s.acks.acknowledge_through(slot, next_offset)
         keys = s.acks.collect(s.now_ms())
+        by_identity, self._by_identity = self._by_identity, set()
         if asynchronous and not inline:
-            s.ledgers.dirty |= keys
+            s.ledgers.acknowledged(keys)
             self.background.request(positions, metadata or {})
             return None
         deadline = None if asynchronous else s.store_deadline()
@@ -120,15 +131,21 @@ class Committer:
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT,
                                             f"commit: the ledger could not be stored in the config center within "
                                             f"{timeout} s; it is kept and stored later"))  # fmt: skip
-        if not positions:
-            return None
+        late = s.ledgers.take_late(keys | by_identity)
         offsets = broker_offsets(positions, metadata or {})
-        # Always asynchronous on the broker: a synchronous commit waits without a limit for a
-        # coordinator, and a dead cluster would hold the client (and its switch) forever. The
-        # ledger already holds the acknowledgement; the broker's offsets only save re-reading,
-        # and the next commit stores them.
-        self._broker_commit(offsets, "consumer.broker_commit_failed")
-        if asynchronous:
+        if offsets:
+            # Always asynchronous on the broker: a synchronous commit waits without a limit for
+            # a coordinator, and a dead cluster would hold the client (and its switch) forever.
+            # The ledger already holds the acknowledgement; the broker's offsets only save
+            # re-reading, and the next commit stores them.
+            self._broker_commit(offsets, "consumer.broker_commit_failed")
+        if late and deadline is not None:
+            # As Kafka refuses a commit from a member whose partitions were given to another.
+            raise KafkaException(KafkaError(KafkaError.ILLEGAL_GENERATION,
+                                            f"commit: partitions {sorted(late)} were claimed by another member of "
+                                            f"group {s.group} after these records were handed out; they may be "
+                                            f"delivered again (their acknowledgements were merged)"))  # fmt: skip
+        if asynchronous or not offsets:
             return None
         self.own.sent(s.inner, offsets)  # committed() reads them back (own_commits)
         return offsets

@@ -10,6 +10,11 @@ working while the config center is unreachable.
   a commit that returned covers its records whoever owns the partition now (saves merge; the
   owner follows the stored ledgers and skips them). A ledger this member does not own is saved
   under generation -1, so it never takes the ownership.
+* An acknowledgement is *late* when another member claimed its partition after this member
+  handed the record out (between the two, that member may have handed out its copy): the
+  acknowledgement is merged all the same, but it does not promise the record is not delivered
+  again, and a synchronous commit says so (:meth:`take_late`). Claims made by this member
+  itself in between do not make it late: its own filter holds the acknowledgement.
 * While etcd is unreachable acknowledgements stay in the local ledgers (which filter what this
   member reads) and are stored when it answers again: :meth:`store` without a deadline tries
   at most once per second, with one it retries until the deadline.
@@ -36,6 +41,9 @@ log = get_logger("hotstandby.ledger")
 # wait this long: an unreachable etcd must not slow every poll down.
 RETRY_S = 1.0
 _STORE_ERRORS = (ConfigCenterError, ConcurrentUpdateError)
+# Claims of a partition one member remembers as its own: a late acknowledgement that many
+# generations old counts as late whoever claimed in between.
+_CLAIMS_KEPT = 64
 
 
 class Ledgers:
@@ -52,6 +60,14 @@ class Ledgers:
         self.fenced: set[LedgerKey] = set()  # owned, but claimed by another member since
         self.dirty: set[LedgerKey] = set()  # acknowledgements not stored yet
         self.in_flight: set[LedgerKey] = set()  # being stored without the owner's lock (take/finish)
+        # Per dirty ledger, the oldest generation one of its acknowledged records was handed out
+        # under (-1: before anyone claimed it), to tell a late acknowledgement; the in-flight
+        # ones' apart.
+        self._handed_under: dict[LedgerKey, int] = {}
+        self._in_flight_under: dict[LedgerKey, int] = {}
+        self._left_generations: dict[LedgerKey, int] = {}  # as they were at the last switch
+        self._claims: dict[LedgerKey, set[int]] = {}  # generations this member claimed, recent ones
+        self.late: set[LedgerKey] = set()  # stored late, not yet taken by a synchronous commit
         self._retry_at = 0.0
         self._failing = False
 
@@ -76,6 +92,9 @@ class Ledgers:
             key = (topic, partition)
             self._acks.merge(key, doc.ledger)
             self.generations[key] = doc.generation
+            ours = self._claims.setdefault(key, set())
+            ours.add(doc.generation)
+            ours.difference_update([g for g in ours if g < doc.generation - _CLAIMS_KEPT])
             self.owned.add(key)
             self.fenced.discard(key)
             done.add(key)
@@ -90,9 +109,27 @@ class Ledgers:
         self._store.forget(self.group, keys)
 
     def reset(self) -> None:
-        """A switch: partitions are claimed again as the new cluster assigns them."""
+        """A switch: partitions are claimed again as the new cluster assigns them. Records
+        handed out before it and acknowledged after it were handed out under the generations
+        held now."""
+        self._left_generations = dict(self.generations)
         self.owned.clear()
         self.unclaimed.clear()
+
+    def acknowledged(self, keys: Iterable[LedgerKey], *, left_behind: bool = False) -> None:
+        """These ledgers hold new acknowledgements (to store): of records handed out under the
+        generations held now, or before the last switch (``left_behind``)."""
+        held = self._left_generations if left_behind else self.generations
+        for key in keys:
+            under = held.get(key, -1)
+            self._handed_under[key] = min(under, self._handed_under.get(key, under))
+            self.dirty.add(key)
+
+    def take_late(self, keys: Iterable[LedgerKey]) -> set[LedgerKey]:
+        """Which of ``keys`` were stored late since the last call (see the module doc)."""
+        late = self.late.intersection(keys)
+        self.late -= late
+        return late
 
     # -- storing --------------------------------------------------------------------------
 
@@ -100,7 +137,7 @@ class Ledgers:
         """Store ``keys`` and every ledger still dirty; True when nothing is left unstored.
         Without ``deadline`` one attempt (none within a second of a failed one); with one,
         attempts until it passes."""
-        self.dirty |= keys
+        self.acknowledged(keys)
         if deadline is None:
             return self._attempt(force=False)
         with calls_until(deadline):  # no call of an attempt outlasts it
@@ -114,11 +151,13 @@ class Ledgers:
         # What a background store is writing too: whoever calls this must find it stored after.
         dirty = sorted(self.dirty | self.in_flight)
         try:
-            fenced = self._store.save_all(self.group, self._versions(dirty, copy=False), owner=self.owner)
+            claimed = self._store.save_all(self.group, self._versions(dirty, copy=False), owner=self.owner)
         except _STORE_ERRORS as exc:
             self._failed("ledger.store_failed", exc)
             return False
-        self._stored(fenced, dirty)
+        under = {key: self._handed_under.pop(key) for key in dirty if key in self._handed_under}
+        under.update((key, min(g, under.get(key, g))) for key, g in self._in_flight_under.items())
+        self._stored(claimed, dirty, under)
         self.dirty.difference_update(dirty)
         return True
 
@@ -128,9 +167,16 @@ class Ledgers:
                       self.generations.get(key, 0) if key in self.owned else -1)
                 for key in keys}  # fmt: skip
 
-    def _stored(self, fenced: set[LedgerKey], written: Iterable[LedgerKey]) -> None:
+    def _stored(
+        self, claimed: Mapping[LedgerKey, int], written: Iterable[LedgerKey], under: Mapping[LedgerKey, int]
+    ) -> None:
         # The store remembers what it wrote; of partitions no longer ours it need not.
         self._store.forget(self.group, [key for key in written if key not in self.owned and key not in self.unclaimed])
+        late = {key for key, generation in under.items() if self._claimed_by_another(key, generation, claimed[key])}
+        if late:
+            self.late |= late
+            log.warning("ledger.acknowledged_late", group=self.group, partitions=sorted(late))
+        fenced = {key for key, generation in claimed.items() if generation > self.generations.get(key, -1)}
         # Merged into another member's ledger. For a partition the broker still has assigned to
         # us (a rebalance or a switch in progress) we keep storing until it is revoked; for one
         # we do not own this is what was intended.
@@ -140,6 +186,14 @@ class Ledgers:
         if self._failing:
             self._failing = False
             log.info("ledger.stored_again", group=self.group)
+
+    def _claimed_by_another(self, key: LedgerKey, handed_under: int, stored: int) -> bool:
+        """Whether a generation after ``handed_under``, up to the ``stored`` one, is another
+        member's claim."""
+        if stored - handed_under > _CLAIMS_KEPT:
+            return True
+        ours = self._claims.get(key, set())
+        return any(generation not in ours for generation in range(handed_under + 1, stored + 1))
 
     # -- storing without the consumer's lock ----------------------------------------------
 
@@ -152,26 +206,34 @@ class Ledgers:
             return None
         batch = self._versions(sorted(self.dirty), copy=True)
         self.in_flight.update(batch)
+        for key in batch:
+            if key in self._handed_under:
+                under = self._handed_under.pop(key)
+                self._in_flight_under[key] = min(under, self._in_flight_under.get(key, under))
         self.dirty.clear()
         return batch
 
-    def write(self, batch: Mapping[LedgerKey, tuple[PartitionLedger, int]]) -> set[LedgerKey] | Exception:
-        """Store ``batch`` (taken by :meth:`take`); needs no lock. The partitions fenced, or the error."""
+    def write(self, batch: Mapping[LedgerKey, tuple[PartitionLedger, int]]) -> dict[LedgerKey, int] | Exception:
+        """Store ``batch`` (taken by :meth:`take`); needs no lock. The generations it was merged
+        into, or the error."""
         try:
             return self._store.save_all(self.group, batch, owner=self.owner)
         except _STORE_ERRORS as exc:
             return exc
 
     def finish(
-        self, batch: Mapping[LedgerKey, tuple[PartitionLedger, int]], outcome: set[LedgerKey] | Exception
+        self, batch: Mapping[LedgerKey, tuple[PartitionLedger, int]], outcome: dict[LedgerKey, int] | Exception
     ) -> bool:
         """Under the owner's lock again: what :meth:`write` did. A batch not stored is dirty again."""
         self.in_flight.difference_update(batch)
+        under = {key: self._in_flight_under.pop(key) for key in batch if key in self._in_flight_under}
         if isinstance(outcome, Exception):
             self.dirty.update(batch)
+            for key, generation in under.items():
+                self._handed_under[key] = min(generation, self._handed_under.get(key, generation))
             self._failed("ledger.store_failed", outcome)
             return False
-        self._stored(outcome, batch)
+        self._stored(outcome, batch, under)
         return True
 
     def _failed(self, event: str, exc: Exception) -> None:

@@ -125,7 +125,8 @@ class LedgerStore:
         """Merge ``ledger`` into the stored one under ``generation``; returns what was written.
         :class:`FencedError` when a newer generation owns the partition (ours merged all the same)."""
         key = self.key(group, topic, partition)
-        if self.save_all(group, {(topic, partition): (ledger, generation)}, owner=owner):
+        claimed = self.save_all(group, {(topic, partition): (ledger, generation)}, owner=owner)
+        if claimed[(topic, partition)] > generation:
             stored = self._known_doc(key)
             raise FencedError(
                 f"{key}: generation {stored.generation} (owner {stored.owner!r}) is newer than ours "
@@ -135,10 +136,11 @@ class LedgerStore:
 
     def save_all(
         self, group: str, ledgers: Mapping[tuple[str, int], tuple[PartitionLedger, int]], *, owner: str
-    ) -> set[tuple[str, int]]:
+    ) -> dict[tuple[str, int], int]:
         """Merge each ``(topic, partition) -> (ledger, generation)`` into the stored ledger, all
-        in one transaction; returns the partitions a newer generation owns (ours merged into
-        theirs, their generation and owner kept)."""
+        in one transaction; returns, per partition, the generation of the stored ledger ours was
+        merged into. Where it is newer than ours, another claim owns the partition: its
+        generation and owner are kept."""
         now = _now_ms()
         keys = {self.key(group, topic, partition): (topic, partition) for topic, partition in ledgers}
         dropped: dict[str, int] = {}
@@ -157,13 +159,12 @@ class LedgerStore:
             return merged
 
         written = self._write({key: merging(key) for key in keys}, "save")
-        fenced = set()
+        claimed = {}
         for key, (stored, doc) in written.items():
-            if stored.generation > ledgers[keys[key]][1]:
-                fenced.add(keys[key])
+            claimed[keys[key]] = stored.generation
             log.debug("ledger.flushed", key=key, generation=doc.generation, records=len(doc.ledger),
                       dropped=dropped.get(key, 0))  # fmt: skip
-        return fenced
+        return claimed
 
     @property
     def remembered(self) -> int:
