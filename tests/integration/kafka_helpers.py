@@ -9,6 +9,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from hotstandby.adapters.kafka import Producer as SdkProducer
+from hotstandby.adapters.kafka.mm2.codec import OffsetSync
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.refcluster import RefCluster
 from tests.support import wait_for
@@ -128,6 +129,23 @@ def wait_copied(rc: RefCluster, topic: str, partitions: int | None, count: int, 
         raise AssertionError(f"{exc}; the copy's ends last seen: {seen}") from None
     finally:
         consumer.close()
+
+
+def wait_synced(rc: RefCluster, topic: str, partitions: int, *, timeout: float = 60.0) -> None:
+    """Wait until kafka-a holds MM2's offset syncs (flow kafka-a -> kafka-b) for every partition
+    of ``topic``: the replicator writes them once kafka-b acknowledged the copies, so a test
+    that needs translated positions at a planned switch waits for them after ``wait_copied``."""
+    a = rc.cluster_spec("kafka-a")
+
+    def synced() -> bool:
+        try:
+            found = {OffsetSync.decode(m.key() or b"", m.value() or b"")
+                     for m in read_all(a, "mm2-offset-syncs.kafka-b.internal", 0)}  # fmt: skip
+        except KafkaException:  # the syncs topic is created with the first sync
+            return False
+        return {s.partition for s in found if s.topic == topic} >= set(range(partitions))
+
+    wait_for(synced, timeout, f"offset syncs of {topic} on kafka-a")
 
 
 def logical_topic_with_twins(

@@ -18,7 +18,7 @@ from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.failover.ledger.store import LedgerStore
 from hotstandby.failover.switching import SwitchState
 from hotstandby.refcluster import RefCluster
-from tests.integration.kafka_helpers import create_topic, produce_values, route_config, wait_copied
+from tests.integration.kafka_helpers import create_topic, produce_values, route_config, wait_copied, wait_synced
 from tests.integration.kafka_helpers import producer as raw_producer
 from tests.integration.kafka_reading import consume, consume_all, consume_until, hold, no_more
 from tests.support import wait_for
@@ -80,7 +80,8 @@ def test_switch_mid_stream_loses_nothing_and_delivers_nothing_twice(
         consumer.subscribe([topic])
         got = consume(consumer, 150)
         consumer.commit(asynchronous=False)
-        wait_copied(refcluster, topic, 2, len(before))  # MM2 syncs what it copied
+        wait_copied(refcluster, topic, 2, len(before))
+        wait_synced(refcluster, topic, 2)  # written once the copies were acknowledged
         center.switch("orders", "kafka-b", reason="test")
         after = [f"b{i}" for i in range(100)]
         produce_values(refcluster, namespace, topic, after)  # the producer follows the route: on kafka-b

@@ -12,7 +12,14 @@ from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Message, TopicPartitio
 from hotstandby.adapters.kafka import Consumer
 from hotstandby.configcenter import ConfigCenter
 from hotstandby.refcluster import RefCluster
-from tests.integration.kafka_helpers import create_topic, produce_all, produce_values, route_config, wait_copied
+from tests.integration.kafka_helpers import (
+    create_topic,
+    produce_all,
+    produce_values,
+    route_config,
+    wait_copied,
+    wait_synced,
+)
 from tests.integration.kafka_helpers import producer as raw_producer
 from tests.integration.kafka_reading import consume, consume_all, consume_until, hold, no_more
 
@@ -32,7 +39,8 @@ def test_a_manual_assignment_moves_with_the_route_without_loss_or_duplicates(
         assert consumer.assignment() == [TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(2)]
         got = consume(consumer, 150)
         consumer.commit(asynchronous=False)
-        wait_copied(refcluster, topic, 2, len(before))  # MM2 syncs what it copied
+        wait_copied(refcluster, topic, 2, len(before))
+        wait_synced(refcluster, topic, 2)  # written once the copies were acknowledged
         center.switch("orders", "kafka-b", reason="test")
         after = [f"b{i}" for i in range(100)]
         produce_values(refcluster, namespace, topic, after)  # the producer follows the route: on kafka-b

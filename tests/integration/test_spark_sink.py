@@ -72,16 +72,22 @@ def _stored(rc: RefCluster, cluster: str, logical: str, partitions: int) -> int:
 
 
 def _paced(flipped: str, moved: str) -> Any:
-    """The frame's rows in steps of 100, so that a write is still going on when its writers
-    switch: 0.2 s apart until the file ``flipped`` exists, 0.5 s apart from then until the
-    file ``moved`` exists (rows reached the new cluster), then the rest at once."""
+    """The frame's rows in small steps, so that a write is still going on when its writers
+    switch: 100 rows every 0.2 s until the file ``flipped`` exists, then 10 rows every 0.5 s
+    until the file ``moved`` exists (rows reached the new cluster: up to two minutes of rows
+    left for a slow switch), then the rest at once."""
 
     def paced(rows: Any) -> Any:
         for frame in rows:
-            for start in range(0, len(frame), 100):
+            start = 0
+            while start < len(frame):
+                step = 100
                 if not os.path.exists(moved):
-                    time.sleep(0.5 if os.path.exists(flipped) else 0.2)  # pacing, not a wait for a condition
-                yield frame.iloc[start : start + 100]
+                    slow = os.path.exists(flipped)
+                    step = 10 if slow else 100
+                    time.sleep(0.5 if slow else 0.2)  # pacing, not a wait for a condition
+                yield frame.iloc[start : start + step]
+                start += step
 
     return paced
 
@@ -98,14 +104,21 @@ def test_a_flip_during_a_write_moves_the_rest_of_it_and_loses_nothing(
     marks = {"flipped": str(tmp_path / "flipped"), "moved": str(tmp_path / "moved")}
     paced = df.mapInPandas(_paced(**marks), df.schema)
     flipped = threading.Event()
+    moved_after: list[float | str] = []  # seconds from the flip to rows on kafka-b, or what failed
 
     def flip_midway() -> None:
-        wait_for(lambda: _stored(refcluster, "kafka-a", name, 2) >= 1000, 120, "the write to begin on kafka-a")
-        center.switch("orders", "kafka-b", reason="test")
-        Path(marks["flipped"]).touch()  # the write slows down until the writers moved
-        flipped.set()
-        wait_for(lambda: _stored(refcluster, "kafka-b", name, 2) > 0, 60, "the write to go on on kafka-b")
-        Path(marks["moved"]).touch()
+        try:
+            wait_for(lambda: _stored(refcluster, "kafka-a", name, 2) >= 1000, 120, "the write to begin on kafka-a")
+            center.switch("orders", "kafka-b", reason="test")
+            at = time.monotonic()
+            Path(marks["flipped"]).touch()  # the write slows down until the writers moved
+            flipped.set()
+            wait_for(lambda: _stored(refcluster, "kafka-b", name, 2) > 0, 150, "the write to go on on kafka-b")
+            moved_after.append(round(time.monotonic() - at, 1))
+        except AssertionError as exc:
+            moved_after.append(str(exc))
+        finally:
+            Path(marks["moved"]).touch()
 
     flipper = threading.Thread(target=flip_midway, daemon=True)
     flipper.start()
@@ -117,9 +130,9 @@ def test_a_flip_during_a_write_moves_the_rest_of_it_and_loses_nothing(
         ).save()
     finally:
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
-    flipper.join(30)
-    assert flipped.is_set(), "the route flipped during the write"
-    assert _stored(refcluster, "kafka-b", name, 2) > 0, "the rest of the write went to kafka-b"
+    flipper.join(160)
+    assert flipped.is_set(), f"the route flipped during the write: {moved_after}"
+    assert _stored(refcluster, "kafka-b", name, 2) > 0, f"the rest of the write went to kafka-b: {moved_after}"
     seen = wait_for(
         lambda: (got := logical_values(spark, refcluster, namespace, name)) == Counter(values) and got,
         timeout=60,
