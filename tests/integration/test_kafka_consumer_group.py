@@ -131,6 +131,9 @@ def test_a_commit_of_records_another_member_took_over_since_fails_as_kafkas_does
     must fail, as Kafka refuses a commit from a member of an older generation, instead of
     reporting them acknowledged: that promises they are never handed out again, and member 2
     did (and, had it not fetched them yet, could still)."""
+    if refcluster.brokers != "apache":
+        # A leave the SDK does not order (its switches do: group_leave.py) racing a join.
+        pytest.skip("the lite Kafka broker (Tansu) can lose a join racing a member's leave: no assignment")
     topic = f"t-{uuid.uuid4().hex[:8]}"
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), topic, 1)
