@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pulsar
 
 from hotstandby.adapters.pulsar.adapter import REPL_SOURCE_POSITION, REPLICATED_FROM
-from hotstandby.adapters.pulsar.producer import switch_waits
 from hotstandby.adapters.pulsar.producer.replication_position import _copy_position, _number, offset_of, own_copies
 from hotstandby.failover.identity import HEADER, IdentityText, new_session
-from hotstandby.failover.outbox import ReplicatedTo, Stored, replicated
+from hotstandby.failover.outbox import Stored, replicated
 
 
 class Copy:
@@ -112,39 +109,3 @@ def test_a_copy_of_our_own_proves_what_the_source_acknowledged_before_it_without
     assert replicated(mine._replace(offset=offset_of(8, 4), acked_ms=9_990), "pulsar-a", positions, skew_ms=5_000)
     assert not replicated(mine._replace(offset=offset_of(8, 1), acked_ms=10_020), "pulsar-a", positions, skew_ms=0)
     assert not replicated(mine._replace(offset=offset_of(8, 6), acked_ms=9_000), "pulsar-a", positions, skew_ms=0)
-
-
-def _looks(monkeypatch: Any, answers: list[tuple[dict[tuple[str, int], ReplicatedTo], set[str]]]) -> list[int]:
-    """Make the switch's look at the target answer ``answers`` in turn (found, empty partitions)."""
-    calls: list[int] = []
-
-    def copied_through(*_args: Any, empty: set[str] | None = None, **_kw: Any) -> dict[tuple[str, int], ReplicatedTo]:
-        found, empties = answers[min(len(calls), len(answers) - 1)]
-        calls.append(1)
-        if empty is not None:
-            empty |= empties
-        return dict(found)
-
-    monkeypatch.setattr(switch_waits, "copied_through", copied_through)
-    return calls
-
-
-def _positions(window: dict[tuple[int, int], Stored]) -> dict[tuple[str, int], ReplicatedTo]:
-    return switch_waits.replication_positions(
-        None, "t", ["t"], "pulsar-a", session=b"s" * 16, sent_only_there=lambda: window,  # type: ignore[arg-type]
-        drain_s=5.0, skew_ms=0, only_other=True, wait=True,
-    )  # fmt: skip
-
-
-def test_a_switch_waits_for_copies_on_a_target_that_holds_nothing_of_the_topic_yet(monkeypatch: Any) -> None:
-    window = {(0, 9): Stored("pulsar-a", "t", 0, 9, 1_000)}
-    copied = {("t", 0): ReplicatedTo(9, 2_000)}
-    calls = _looks(monkeypatch, [({}, {"t"}), ({}, {"t"}), (copied, set())])
-    assert _positions(window) == copied, "replication of a new topic starts late: waited for, not given up"
-    assert len(calls) == 3
-
-
-def test_a_switch_does_not_wait_on_a_target_that_proves_nothing(monkeypatch: Any) -> None:
-    calls = _looks(monkeypatch, [({}, set())])  # pulsar-lite: no reader from the latest message
-    assert _positions({(0, 9): Stored("pulsar-a", "t", 0, 9, 1_000)}) == {}
-    assert len(calls) == 1

@@ -52,13 +52,6 @@ _BACK_ENTRIES = (0, 16, 256)  # how far back in the last ledger to start reading
 _READ_WAIT_MS = 500  # for each message of the tail (it is there: read from storage)
 
 
-class _Empty:
-    """A partition the target holds no message of (yet)."""
-
-
-_EMPTY = _Empty()
-
-
 def offset_of(ledger: int, entry: int) -> int:
     """A position in a topic partition as one comparable number (ledgers ascend, then entries)."""
     return ledger << _ENTRY_BITS | entry
@@ -73,16 +66,13 @@ def copied_through(
     only_other: bool,
     budget_s: float,
     ours: Ours | None = None,
-    empty: set[str] | None = None,
 ) -> dict[tuple[str, int], ReplicatedTo]:
     """For each of ``topic``'s ``partitions`` (their topic names, as pulsar-client lists them),
     by ``(topic, partition number)``, what the target (``client``'s cluster) proves copied from
     ``source``; partitions without a proof are left out. ``only_other``: the
     route has two clusters, so a copy that does not name its source (Apache Pulsar's do not)
     comes from ``source``. ``ours``: the producer's own messages that prove a batched copy (see
-    the module doc). ``empty`` collects the partitions the target holds no message of yet (a
-    topic replication has not copied to so far, which proves nothing *yet*: not a target that
-    cannot prove). Returns after ``budget_s`` at most with what was found by then:
+    the module doc). Returns after ``budget_s`` at most with what was found by then:
     pulsar-client's calls wait up to the client's operation timeout, so they run on a thread
     of their own, which ends at its next step once the budget is spent."""
     deadline = time.monotonic() + budget_s
@@ -99,11 +89,7 @@ def copied_through(
             except pulsar.PulsarException as exc:
                 log.info("producer.replication_position_unread", topic=name, error=str(exc))
                 continue
-            if isinstance(position, _Empty):
-                if empty is not None:
-                    with lock:
-                        empty.add(name)
-            elif position is not None:
+            if position is not None:
                 with lock:
                     found[(topic, _number(name))] = position
 
@@ -169,15 +155,15 @@ def _part_of_entry(msg: pulsar.Message) -> int:
 
 def _newest_copy(
     client: pulsar.Client, name: str, source: str, only_other: bool, deadline: float, ours: Ours | None
-) -> ReplicatedTo | _Empty | None:
+) -> ReplicatedTo | None:
     if client.get_topic_partitions(name) != [name]:
         # pulsar-lite takes a partition's topic for a partitioned topic: a reader of it would
         # read several topics, whose "more available?" can abort the process in pulsar-client
         # (std::future_error: Promise already satisfied). Nothing is proven there.
         return None
     last = _last_message(client, name, deadline)
-    if last is None or isinstance(last, _Empty):
-        return last
+    if last is None:
+        return None
     end = last.message_id()
     ledger, entry = end.ledger_id(), end.entry_id()
     for back in _BACK_ENTRIES:
@@ -197,15 +183,14 @@ def _newest_copy(
     return None
 
 
-def _last_message(client: pulsar.Client, name: str, deadline: float) -> pulsar.Message | _Empty | None:
+def _last_message(client: pulsar.Client, name: str, deadline: float) -> pulsar.Message | None:
     """The partition's last message: a reader from the latest message, inclusive, which
-    pulsar-client positions there when asked whether a message is available; ``_EMPTY`` when
-    the partition holds none (pulsar-lite serves no such reader, nor a last message id of an
-    empty topic: None)."""
+    pulsar-client positions there when asked whether a message is available (pulsar-lite
+    serves no such reader, nor a last message id of an empty topic: None)."""
     reader = client.create_reader(name, pulsar.MessageId.latest, start_message_id_inclusive=True)
     try:
         if not reader.has_message_available():
-            return _EMPTY
+            return None
         wait = min(_READ_WAIT_MS, int((deadline - time.monotonic()) * 1000))
         return reader.read_next(wait) if wait > 0 else None
     except pulsar.PulsarException:  # a timeout, or pulsar-lite's UnknownError

@@ -40,8 +40,7 @@ def replication_positions(
     ``sent_only_there()``: the window messages acknowledged by ``source`` only (never re-sent:
     no other cluster holds them). With ``wait`` (the source answered the drain, so replication
     from it goes on), look again within ``drain_s`` until those are all proven copied, or the
-    new cluster proves nothing at all (pulsar-lite; one that holds nothing of the topic yet is
-    waited for), or replication has not moved on for a
+    new cluster proves nothing at all (pulsar-lite), or replication has not moved on for a
     while (stuck: waiting longer spares nothing). ``only_other``: the route has two clusters."""
     found: dict[tuple[str, int], ReplicatedTo] = {}
     progress = [time.monotonic()]  # when replication was last seen to move on
@@ -49,7 +48,6 @@ def replication_positions(
     def look() -> bool:
         """Whether to stop looking (see above)."""
         before = dict(found)
-        empty: set[str] = set()
         found.update(
             copied_through(
                 client,
@@ -59,17 +57,14 @@ def replication_positions(
                 budget_s=min(_POSITIONS_BUDGET_S, drain_s),
                 only_other=only_other,
                 ours=own_copies(session, sent_only_there),
-                empty=empty,
             )
         )
         if found != before:
             progress[0] = time.monotonic()
-        if not found:
-            # Nothing proven: a target that cannot prove (pulsar-lite) is not waited for; one
-            # that holds nothing of the topic yet is (replication of a new topic starts late).
-            return not empty
-        return time.monotonic() - progress[0] > _REPLICATION_STALLED_S or all(
-            replicated(stored, source, found, skew_ms) for stored in sent_only_there().values()
+        return (
+            not found
+            or time.monotonic() - progress[0] > _REPLICATION_STALLED_S
+            or all(replicated(stored, source, found, skew_ms) for stored in sent_only_there().values())
         )
 
     # Waiting (within the drain timeout) for the copies spares re-sent twins, which consumers
