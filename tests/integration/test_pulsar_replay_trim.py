@@ -108,7 +108,15 @@ def test_a_planned_switch_right_after_a_send_waits_for_the_copies_instead_of_sen
     """A switch right after a send, before geo-replication copied the newest messages: the
     producer waits (within the drain timeout) until the copies prove them copied and re-sends
     nothing, so pulsar-b holds each message once. pulsar-lite proves nothing: the whole
-    window is re-sent there, and pulsar-b ends up with all."""
+    window is re-sent there, and pulsar-b ends up with all. Replication of the topic runs
+    already (one message copied first): a target that holds nothing of a topic yet proves
+    nothing, and the whole window is re-sent to it."""
+    warm = pulsar.Client(refcluster.cluster_spec("pulsar-a").url, logger=quiet())
+    try:
+        warm.create_producer(topic).send(b"warm-up")
+    finally:
+        warm.close()
+    wait_for(lambda: b"warm-up" in _values_on(refcluster, "pulsar-b", topic), 60, "replication of the topic to run")
     producer = client.create_producer(topic)
     values = [f"m{i}".encode() for i in range(200)]
     _send(producer, values)
@@ -121,7 +129,7 @@ def test_a_planned_switch_right_after_a_send_waits_for_the_copies_instead_of_sen
     if refcluster.brokers == "apache":
         assert resent == 0
         on_b = _values_on(refcluster, "pulsar-b", topic)
-        assert sorted(on_b) == sorted(values), "a message on pulsar-b twice (re-sent beside its copy)"
+        assert sorted(on_b) == sorted([b"warm-up", *values]), "a message on pulsar-b twice (re-sent beside its copy)"
     else:
         assert resent == len(values)
 
