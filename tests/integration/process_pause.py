@@ -8,9 +8,11 @@ import contextlib
 import os
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 from hotstandby.refcluster import RefCluster
 from hotstandby.refcluster.processes import is_running
+from tests.support import wait_for
 
 
 class Paused:
@@ -24,8 +26,20 @@ class Paused:
         self.paused = False
 
     def pause(self) -> None:
+        """Stop the process and return once every thread of it is stopped: ``kill`` returns
+        before that, and on a loaded machine a thread still running may answer a request
+        sent right after (as a transaction's commit once was)."""
         os.killpg(self.group, signal.SIGSTOP)
         self.paused = True
+        wait_for(self._stopped, 10, f"every thread of process {self.group} to stop")
+
+    def _stopped(self) -> bool:
+        states = []
+        for task in Path(f"/proc/{self.group}/task").iterdir():
+            with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                # The state follows the command name in parentheses, which may hold spaces.
+                states.append(task.joinpath("stat").read_text().rsplit(")", 1)[1].split()[0])
+        return bool(states) and all(state in ("T", "t") for state in states)
 
     def resume(self) -> None:
         if self.paused:

@@ -5,7 +5,6 @@ tests read what the SDK sent, never what an abort hides: docs/kafka-api.md)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -22,6 +21,7 @@ from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, producer, route_config
+from tests.integration.process_pause import Paused
 from tests.support import wait_for
 
 PARTITIONS = 2
@@ -281,16 +281,14 @@ def test_a_commit_left_without_answer_is_carried_to_the_new_cluster_and_then_rep
     topic = topic_on_both(refcluster, "txc")
     reports = Reports()
     p = txn_producer(refcluster, namespace)
-    broker = (refcluster.state() or {})["components"]["kafka-a"]["pid"]
-    stopped = False
+    broker = Paused(refcluster, "kafka-a")
     try:
         p.init_transactions(30)
         p.begin_transaction()
         for i in range(10):
             p.produce(topic, key=f"k{i}", value=f"u{i}", on_delivery=reports)
         assert p.flush(30) == 0
-        os.kill(broker, signal.SIGSTOP)
-        stopped = True
+        broker.pause()
         try:
             p.commit_transaction(2)
             raise AssertionError("commit_transaction must time out while kafka-a does not answer")
@@ -303,8 +301,7 @@ def test_a_commit_left_without_answer_is_carried_to_the_new_cluster_and_then_rep
         p.produce(topic, key="k0", value="next", on_delivery=reports)
         p.commit_transaction(30)
     finally:
-        if stopped:
-            os.kill(broker, signal.SIGCONT)
+        broker.resume()
         p.close()
     on_b = wait_for(lambda: (v := visible(refcluster.cluster_spec("kafka-b"), topic)) and "next" in v and v, 30,
                     "the next transaction on kafka-b")  # fmt: skip
