@@ -67,7 +67,9 @@ class Ledgers:
         self._in_flight_under: dict[LedgerKey, int] = {}
         self._left_generations: dict[LedgerKey, int] = {}  # as they were at the last switch
         self._claims: dict[LedgerKey, set[int]] = {}  # generations this member claimed, recent ones
-        self.late: set[LedgerKey] = set()  # stored late, not yet taken by a synchronous commit
+        # Stored late by the last store on the caller's thread (:meth:`store`), for the
+        # synchronous commit that made it; the commit thread's late stores are only logged.
+        self.late: set[LedgerKey] = set()
         self._retry_at = 0.0
         self._failing = False
 
@@ -126,7 +128,7 @@ class Ledgers:
             self.dirty.add(key)
 
     def take_late(self, keys: Iterable[LedgerKey]) -> set[LedgerKey]:
-        """Which of ``keys`` were stored late since the last call (see the module doc)."""
+        """Which of ``keys`` the last :meth:`store` stored late (see the module doc)."""
         late = self.late.intersection(keys)
         self.late -= late
         return late
@@ -138,6 +140,7 @@ class Ledgers:
         Without ``deadline`` one attempt (none within a second of a failed one); with one,
         attempts until it passes."""
         self.acknowledged(keys)
+        self.late = set()
         if deadline is None:
             return self._attempt(force=False)
         with calls_until(deadline):  # no call of an attempt outlasts it
@@ -157,7 +160,7 @@ class Ledgers:
             return False
         under = {key: self._handed_under.pop(key) for key in dirty if key in self._handed_under}
         under.update((key, min(g, under.get(key, g))) for key, g in self._in_flight_under.items())
-        self._stored(claimed, dirty, under)
+        self.late = self._stored(claimed, dirty, under)
         self.dirty.difference_update(dirty)
         return True
 
@@ -169,12 +172,12 @@ class Ledgers:
 
     def _stored(
         self, claimed: Mapping[LedgerKey, int], written: Iterable[LedgerKey], under: Mapping[LedgerKey, int]
-    ) -> None:
+    ) -> set[LedgerKey]:
+        """After a write: forget, log and return what was stored late, note what was fenced."""
         # The store remembers what it wrote; of partitions no longer ours it need not.
         self._store.forget(self.group, [key for key in written if key not in self.owned and key not in self.unclaimed])
         late = {key for key, generation in under.items() if self._claimed_by_another(key, generation, claimed[key])}
         if late:
-            self.late |= late
             log.warning("ledger.acknowledged_late", group=self.group, partitions=sorted(late))
         fenced = {key for key, generation in claimed.items() if generation > self.generations.get(key, -1)}
         # Merged into another member's ledger. For a partition the broker still has assigned to
@@ -186,6 +189,7 @@ class Ledgers:
         if self._failing:
             self._failing = False
             log.info("ledger.stored_again", group=self.group)
+        return late
 
     def _claimed_by_another(self, key: LedgerKey, handed_under: int, stored: int) -> bool:
         """Whether a generation after ``handed_under``, up to the ``stored`` one, is another
