@@ -280,7 +280,8 @@ def _status_text(args: argparse.Namespace, settings: Settings, revision: int, da
         human += f"\n\nACTIVE CLUSTER NOT ANSWERING: {down}"
     if health["clients_behind"]:
         human += f"\n\nclients behind their route for longer than {args.switch_grace:g} s: " + ", ".join(
-            str(c["client"]) for c in health["clients_behind"]
+            f"{c['client']} ({c['problem']})" if c.get("problem") else str(c["client"])
+            for c in health["clients_behind"]
         )
     return human + invalid_section(data["invalid"])
 

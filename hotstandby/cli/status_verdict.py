@@ -83,6 +83,7 @@ def verdict(
             lasted = disagreeing_for(route, c, now)
             if lasted is None or lasted > grace_s:
                 behind.append({"route": name, "client": c.get("client"), "cluster": c.get("cluster"),
-                               "epoch": c.get("epoch"), "for_s": None if lasted is None else round(lasted, 1)})  # fmt: skip
+                               "epoch": c.get("epoch"), "for_s": None if lasted is None else round(lasted, 1),
+                               "problem": c.get("problem")})  # fmt: skip
     code = EXIT_ACTIVE_DOWN if down else EXIT_CLIENTS_BEHIND if behind else EXIT_OK
     return Verdict(code, down, behind)

@@ -231,6 +231,7 @@ class RouteFollower:
             state=self.switcher.state.value,
             switches=len(self.switcher.history),
             last_switch_ms=round(last.duration_s * 1000, 1) if last else None,
+            problem=self.switcher.problem,  # why a switch under way has not completed
         )
 
     def _on_change(self, change: RouteChange) -> None:

@@ -1,7 +1,7 @@
 """Client presence: ``<ns>/clients/<route>/<client-id>`` under an etcd lease.
 
 Each failover-aware client publishes where it is — role, cluster, route epoch, switch state,
-duration of its last switch — in a key attached to a lease it keeps alive. A client that dies
+duration of its last switch, why a switch under way has not completed (``problem``) — in a key attached to a lease it keeps alive. A client that dies
 stops refreshing, and etcd deletes the key after the TTL. ``hotstandby status ROUTE`` counts
 clients per cluster from these keys.
 """
@@ -105,6 +105,7 @@ _PRESENCE_FIELDS: dict[str, tuple[type, ...]] = {
     "role": (str,),
     "cluster": (str,),
     "state": (str,),
+    "problem": (str,),
     "host": (str,),
     "epoch": (int,),
     "switches": (int,),

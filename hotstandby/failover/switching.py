@@ -86,6 +86,7 @@ class Switcher:
         self._lock = threading.Condition()
         self._pending: Route | None = None
         self._busy = False  # a target was taken and is being carried out
+        self._problem: str | None = None  # why the switch under way has not completed yet
         self._stopped = threading.Event()
         self.history: list[SwitchRecord] = []
         self.failures = 0
@@ -104,6 +105,20 @@ class Switcher:
     def state(self) -> SwitchState:
         with self._lock:
             return self._state
+
+    @property
+    def problem(self) -> str | None:
+        """Why the switch under way has not completed (its target does not answer, its last
+        attempt failed), for the client's presence; None when there is none."""
+        with self._lock:
+            return self._problem
+
+    def _announce(self, problem: str | None) -> None:
+        """Keep ``problem`` and tell the listeners when it changed (once, not per retry)."""
+        with self._lock:
+            changed, self._problem = problem != self._problem, problem
+        if changed:
+            self._changed()
 
     def listen(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` (on the switcher's thread) after each change of state or route."""
@@ -177,6 +192,7 @@ class Switcher:
                 if target.active == self.route.active:
                     with self._lock:
                         self._route = target  # same cluster, newer epoch: nothing to move
+                        self._problem = None
                     self._changed()
                 else:
                     self._switch(target)
@@ -210,7 +226,9 @@ class Switcher:
                     delay = wait(_attempt(checks))
                     log.warning("switch.target_unreachable", client=self.name, to=target.active,
                                 epoch=target.epoch, check=checks, detail=why, retry_in_s=round(delay, 2))  # fmt: skip
+                    self._announce(f"{target.active} (epoch {target.epoch}) does not answer: {why}")
                     if self._superseded(delay):
+                        self._announce(None)
                         return
                     continue
                 attempts += 1
@@ -218,6 +236,10 @@ class Switcher:
             except Exception as exc:  # the perform callback decides what is an error; we retry all
                 failed += 1
                 self.failures += 1
+                with self._lock:
+                    self._problem = (
+                        f"switch to {target.active} (epoch {target.epoch}), attempt {attempts}, failed: {exc!r}"
+                    )
                 self._set_state(SwitchState.ACTIVE)
                 delay = wait(_attempt(failed))
                 log.warning("switch.failed", client=self.name, to=target.active, epoch=target.epoch,
@@ -225,12 +247,14 @@ class Switcher:
                 self._report(SwitchPhase.FAILED, current, target, attempts, error=repr(exc),
                              duration_s=time.monotonic() - started)  # fmt: skip
                 if self._superseded(delay):
+                    self._announce(None)
                     return
                 continue
             duration = time.monotonic() - started
             with self._lock:
                 self._route = target
                 self._state = SwitchState.ACTIVE
+                self._problem = None
                 self.history.append(SwitchRecord(current.active, target.active, target.epoch, duration, attempts))
                 self._lock.notify_all()
             self._changed()

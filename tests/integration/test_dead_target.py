@@ -17,6 +17,7 @@ from hotstandby.adapters.kafka import Consumer as KafkaConsumer
 from hotstandby.adapters.kafka import Producer as KafkaProducer
 from hotstandby.adapters.pulsar import Client
 from hotstandby.configcenter import ConfigCenter
+from hotstandby.failover.presence import list_clients
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, route_config
 from tests.support import capture_logs, wait_for
@@ -84,21 +85,31 @@ class Traffic:
             t.join(60)
 
 
+def _problems(center: ConfigCenter, route: str) -> dict[str, str | None]:
+    """Each live client of ``route``: why its switch has not completed, as its presence says."""
+    return {c["client"]: c.get("problem") for c in list_clients(center, route)}
+
+
 def _outage(
     refcluster: RefCluster, center: ConfigCenter, route: str, target: str, traffic: Traffic, moved: Callable[[], bool]
 ) -> tuple[int, float, list[dict[str, Any]]]:
     """Flip ``route`` to the (killed) ``target``; records received during the window, seconds
-    from the target's restart to the clients' move, the switch events logged."""
+    from the target's restart to the clients' move, the switch events logged. While the target
+    is down every client says so in its presence, and says nothing once it moved."""
     with capture_logs() as logs:
         wait_for(lambda: len(traffic.got) >= 50 or traffic.errors, 60, "traffic before the flip")
         center.switch(route, target, reason="dead target test")
         flipped = time.monotonic()
         wait_for(lambda: time.monotonic() - flipped >= WINDOW_S or traffic.errors, WINDOW_S + 5, "the window")
         during = traffic.received_between(flipped + 1.0, flipped + WINDOW_S)
+        stuck = _problems(center, route)
         refcluster.restart(target)
         restarted = time.monotonic()
         wait_for(lambda: moved() or traffic.errors, 60, "the clients to move once the target answers")
         took = time.monotonic() - restarted
+    assert stuck and all(f"{target} (epoch" in str(p) and "does not answer" in str(p)
+                                   for p in stuck.values()), stuck  # fmt: skip
+    wait_for(lambda: set(_problems(center, route).values()) == {None}, 10, "the problems gone from the presences")
     print(
         f"[measure] {route}: {during} records received in the {WINDOW_S - 1:.0f} s window, moved {took:.1f} s after restart"
     )

@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from hotstandby.configcenter import ConfigCenter
+from hotstandby.failover.presence import list_clients
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, read_all
 from tests.integration.test_spark_pulsar import options as pulsar_options
@@ -116,7 +117,10 @@ def test_a_flip_during_a_write_moves_the_rest_of_it_and_loses_nothing(
             wait_for(lambda: _stored(refcluster, "kafka-b", name, 2) > 0, 150, "the write to go on on kafka-b")
             moved_after.append(round(time.monotonic() - at, 1))
         except AssertionError as exc:
-            moved_after.append(str(exc))
+            # Where the writers' producers stood (their presence in etcd): which epoch and state.
+            producers = [{k: c.get(k) for k in ("client", "pid", "cluster", "epoch", "state", "switches", "problem")}
+                         for c in list_clients(center, "orders") if c.get("role") == "producer"]  # fmt: skip
+            moved_after.append(f"{exc}; producers: {producers}")
         finally:
             Path(marks["moved"]).touch()
 

@@ -41,7 +41,8 @@ def test_clients_behind_for_longer_than_a_switch_is_4() -> None:
     clients = {"orders": [_client(), _client("b", 1)]}
     found = verdict({"orders": _route(flipped_s_ago=120)}, {"a": True}, clients, now=NOW, grace_s=30)
     assert found.code == EXIT_CLIENTS_BEHIND
-    assert found.clients_behind == [{"route": "orders", "client": "c-b-1", "cluster": "b", "epoch": 1, "for_s": 120.0}]
+    assert found.clients_behind == [{"route": "orders", "client": "c-b-1", "cluster": "b", "epoch": 1, "for_s": 120.0,
+                                     "problem": None}]  # fmt: skip
     # Same cluster, older epoch: behind too.
     assert verdict({"orders": _route()}, {"a": True}, {"orders": [_client("a", 1)]}, now=NOW).code == 4
 
@@ -70,3 +71,9 @@ def test_the_help_documents_the_exit_codes() -> None:
     for line in ("0  every route's active cluster answers", "3  a route's active cluster does not answer",
                  "4  a client runs on another cluster or epoch", "--switch-grace"):  # fmt: skip
         assert line in text, line
+
+
+def test_a_client_behind_says_why_its_switch_has_not_completed() -> None:
+    stuck = _client("b", 1, problem="a (epoch 2) does not answer: a:1: refused")
+    found = verdict({"orders": _route(flipped_s_ago=120)}, {"a": True}, {"orders": [stuck]}, now=NOW, grace_s=30)
+    assert [c["problem"] for c in found.clients_behind] == ["a (epoch 2) does not answer: a:1: refused"]

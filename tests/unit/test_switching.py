@@ -140,3 +140,28 @@ def test_a_newer_epoch_replaces_a_target_that_does_not_answer() -> None:
         assert script.calls == [] and (sw.route.active, sw.route.epoch) == ("a", 3)
     finally:
         sw.close()
+
+
+def test_why_a_switch_has_not_completed_is_kept_and_announced_until_it_completes() -> None:
+    script = Script(failures=1)
+    down = threading.Event()
+    down.set()
+    sw = Switcher("c1", route("a", 1), script, answers=lambda t: "b:1: refused" if down.is_set() else None,
+                  max_backoff=0.05)  # fmt: skip
+    problems: list[str | None] = []
+    sw.listen(lambda: problems.append(sw.problem))
+    try:
+        assert sw.problem is None
+        sw.offer(change("b", 2))
+        wait_for(lambda: sw.unreachable >= 3, 10, "checks of b")
+        assert sw.problem == "b (epoch 2) does not answer: b:1: refused"
+        assert len(problems) == 1, "announced once, not per check"
+        down.clear()
+        assert sw.wait_idle(10)
+        assert sw.problem is None and sw.route.active == "b"
+    finally:
+        sw.close()
+    unreachable = "b (epoch 2) does not answer: b:1: refused"
+    failed = "switch to b (epoch 2), attempt 1, failed: ConnectionError('new cluster refused')"
+    in_turn = [p for i, p in enumerate(problems) if i == 0 or p != problems[i - 1]]
+    assert in_turn == [unreachable, failed, None], "each problem announced as it came, then its end"
