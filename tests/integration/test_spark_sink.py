@@ -72,23 +72,31 @@ def _stored(rc: RefCluster, cluster: str, logical: str, partitions: int) -> int:
         consumer.close()
 
 
-def _paced(flipped: str, moved: str) -> Any:
+def _paced(flipped: str, moved: str, hold_after: int = 600) -> Any:
     """The frame's rows in small steps, so that a write is still going on when its writers
-    switch: 100 rows every 0.2 s until the file ``flipped`` exists, then 10 rows every 0.5 s
-    until the file ``moved`` exists (rows reached the new cluster: up to two minutes of rows
-    left for a slow switch), then the rest at once."""
+    switch: 100 rows every 0.2 s until the task gave ``hold_after`` rows, then none until the
+    file ``flipped`` exists (at most two minutes: the flip waits for rows on kafka-a, and a
+    write that ended before it would test nothing), then 10 rows every 0.5 s until the file
+    ``moved`` exists (rows reached the new cluster: up to two minutes of rows left for a slow
+    switch), then the rest at once."""
 
     def paced(rows: Any) -> Any:
+        given = 0
         for frame in rows:
             start = 0
             while start < len(frame):
                 step = 100
                 if not os.path.exists(moved):
+                    if given >= hold_after:
+                        deadline = time.monotonic() + 120
+                        while not os.path.exists(flipped) and time.monotonic() < deadline:
+                            time.sleep(0.05)  # polls for the flip, within the deadline
                     slow = os.path.exists(flipped)
                     step = 10 if slow else 100
                     time.sleep(0.5 if slow else 0.2)  # pacing, not a wait for a condition
                 yield frame.iloc[start : start + step]
                 start += step
+                given += step
 
     return paced
 
@@ -100,21 +108,26 @@ def test_a_flip_during_a_write_moves_the_rest_of_it_and_loses_nothing(
     name = f"skf-{uuid.uuid4().hex[:8]}"
     for cluster in ("kafka-a", "kafka-b"):
         create_topic(refcluster.cluster_spec(cluster), name, 2)
-    values = [f"f{i}" for i in range(6000)]
+    # A Python worker sends its output on in 64 KiB blocks (spark.buffer.size): rows of 1 KB make
+    # each paced step reach the sink as it is given, not with the end of the task's rows.
+    values = [f"f{i}-" + "x" * 1000 for i in range(6000)]
     df = spark.createDataFrame([(v,) for v in values], "value string").repartition(2)
     marks = {"flipped": str(tmp_path / "flipped"), "moved": str(tmp_path / "moved")}
     paced = df.mapInPandas(_paced(**marks), df.schema)
-    flipped = threading.Event()
+    flipped, ended = threading.Event(), threading.Event()
     moved_after: list[float | str] = []  # seconds from the flip to rows on kafka-b, or what failed
 
     def flip_midway() -> None:
         try:
-            wait_for(lambda: _stored(refcluster, "kafka-a", name, 2) >= 1000, 120, "the write to begin on kafka-a")
+            wait_for(lambda: _stored(refcluster, "kafka-a", name, 2) >= 500, 120, "the write to begin on kafka-a")
             center.switch("orders", "kafka-b", reason="test")
             at = time.monotonic()
             Path(marks["flipped"]).touch()  # the write slows down until the writers moved
             flipped.set()
-            wait_for(lambda: _stored(refcluster, "kafka-b", name, 2) > 0, 150, "the write to go on on kafka-b")
+            wait_for(lambda: _stored(refcluster, "kafka-b", name, 2) > 0 or ended.is_set(), 150,
+                     "the write to go on on kafka-b")  # fmt: skip
+            if _stored(refcluster, "kafka-b", name, 2) == 0:
+                raise AssertionError(f"the write ended {round(time.monotonic() - at, 1)} s after the flip")
             moved_after.append(round(time.monotonic() - at, 1))
         except AssertionError as exc:
             # Where the writers' producers stood (their presence in etcd): which epoch and state.
@@ -133,6 +146,7 @@ def test_a_flip_during_a_write_moves_the_rest_of_it_and_loses_nothing(
             "append"
         ).save()
     finally:
+        ended.set()
         spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
     flipper.join(160)
     assert flipped.is_set(), f"the route flipped during the write: {moved_after}"
