@@ -22,7 +22,17 @@ from typing import NamedTuple
 
 from hotstandby.errors import FormatError
 
-__all__ = ["HEADER", "VERSION", "IdentityText", "RecordId", "new_session", "read_uvarint", "write_uvarint"]
+__all__ = [
+    "HEADER",
+    "VERSION",
+    "IdentityText",
+    "RecordId",
+    "id_prefix",
+    "new_session",
+    "read_uvarint",
+    "with_sequence",
+    "write_uvarint",
+]
 
 HEADER = "hs-id"
 VERSION = 1
@@ -61,6 +71,29 @@ def read_uvarint(data: bytes, pos: int, what: str) -> tuple[int, int]:
             raise FormatError(f"{what}: varint longer than 64 bits")
 
 
+def id_prefix(session: bytes, partition: int) -> bytes:
+    """What every identity of ``session`` and ``partition`` starts with: version, session,
+    partition (a producer makes it once per partition)."""
+    if len(session) != _SESSION_BYTES:
+        raise FormatError(f"session must be {_SESSION_BYTES} bytes, got {len(session)}")
+    if 0 <= partition < 0x80:
+        return b"\x01" + session + bytes((partition,))
+    return bytes((VERSION,)) + session + write_uvarint(partition)
+
+
+def with_sequence(prefix: bytes, sequence: int) -> bytes:
+    """The identity of ``sequence`` under ``prefix`` (:func:`id_prefix`): one per record sent,
+    so the varint's common lengths are unrolled."""
+    if 0 <= sequence < 0x80:
+        return prefix + bytes((sequence,))
+    low = (sequence & 0x7F) | 0x80
+    if 0 <= sequence < 0x4000:
+        return prefix + bytes((low, sequence >> 7))
+    if 0 <= sequence < 0x200000:
+        return prefix + bytes((low, ((sequence >> 7) & 0x7F) | 0x80, sequence >> 14))
+    return prefix + write_uvarint(sequence)
+
+
 _new_id = tuple.__new__
 
 
@@ -76,25 +109,7 @@ class RecordId(NamedTuple):
     sequence: int
 
     def encode(self) -> bytes:
-        session, partition, sequence = self
-        if len(session) != _SESSION_BYTES:
-            raise FormatError(f"session must be {_SESSION_BYTES} bytes, got {len(session)}")
-        if 0 <= partition < 0x80 and 0 <= sequence < 0x10000000:  # the common case, one per record sent
-            if sequence < 0x80:
-                return b"\x01" + session + bytes((partition, sequence))
-            low = (sequence & 0x7F) | 0x80
-            if sequence < 0x4000:
-                return b"\x01" + session + bytes((partition, low, sequence >> 7))
-            if sequence < 0x200000:
-                return b"\x01" + session + bytes((partition, low, ((sequence >> 7) & 0x7F) | 0x80, sequence >> 14))
-            return (
-                b"\x01"
-                + session
-                + bytes(
-                    (partition, low, ((sequence >> 7) & 0x7F) | 0x80, ((sequence >> 14) & 0x7F) | 0x80, sequence >> 21)
-                )
-            )
-        return bytes((VERSION,)) + session + write_uvarint(partition) + write_uvarint(sequence)
+        return with_sequence(id_prefix(self.session, self.partition), self.sequence)
 
     @classmethod
     def decode(cls, data: bytes) -> RecordId:

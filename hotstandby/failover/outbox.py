@@ -39,13 +39,24 @@ R = TypeVar("R")
 
 class Stored(NamedTuple):
     """Where a cluster acknowledged a record: cluster, topic, partition, offset, and when
-    (wall-clock milliseconds). A named tuple: one is made per record acknowledged."""
+    (wall-clock milliseconds). A named tuple: one is made per record acknowledged (or per run
+    of records acknowledged together).
+
+    ``span``: the offset is an upper bound, the record lies at most this far before it (0: the
+    offset is exact). A record acknowledged through a later record's report (the Kafka
+    producer's quiet path) knows only that it lies after the previous report's offset."""
 
     cluster: str
     topic: str
     partition: int
     offset: int
     acked_ms: int
+    span: int = 0
+
+    @property
+    def lowest(self) -> int:
+        """The lowest offset the record can have."""
+        return self.offset - self.span
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,16 +265,21 @@ class Outbox(Generic[K, R]):
             self.window_bytes += entry[1]
         return Replay([self._pending[key] for key in sorted(self._pending)], trimmed, len(kept))
 
+    def pending_records(self) -> list[R]:
+        """The records waiting for an acknowledgement, in key order: what a new connection to
+        the same cluster sends again when the one in use failed for good."""
+        return [self._pending[key] for key in sorted(self._pending)]
+
     def stored_on(self, cluster: str) -> dict[tuple[str, int], tuple[int, int]]:
-        """Per (topic, partition), the lowest and highest offsets of the window records that
-        ``cluster`` acknowledged before a switch re-sent them: what a switch back to
+        """Per (topic, partition), the lowest and highest offsets (span included) of the window
+        records that ``cluster`` acknowledged before a switch re-sent them: what a switch back to
         ``cluster`` checks is still there (see :meth:`replay`)."""
         out: dict[tuple[str, int], tuple[int, int]] = {}
         for also in self._also:
             if also is not None and also.cluster == cluster:
                 slot = (also.topic, also.partition)
-                low, high = out.get(slot, (also.offset, also.offset))
-                out[slot] = (min(low, also.offset), max(high, also.offset))
+                low, high = out.get(slot, (also.lowest, also.offset))
+                out[slot] = (min(low, also.lowest), max(high, also.offset))
         return out
 
     # -- counts ---------------------------------------------------------------------------

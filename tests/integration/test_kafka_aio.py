@@ -60,8 +60,12 @@ class Sending:
             await asyncio.sleep(0.01)
 
     async def delivered(self) -> set[str]:
-        await self.producer.flush(60)
-        outcomes = await asyncio.gather(*self.deliveries, return_exceptions=True)
+        left = await self.producer.flush(60)
+        try:
+            outcomes = await asyncio.wait_for(asyncio.gather(*self.deliveries, return_exceptions=True), 30)
+        except TimeoutError:
+            undelivered = sum(1 for d in self.deliveries if not d.done())
+            raise AssertionError(f"{undelivered} deliveries never reported ({left} left after the flush)") from None
         failed = [o for o in outcomes if isinstance(o, BaseException)]
         assert failed == [], f"{len(failed)} deliveries failed, first: {failed[:1]}"
         return set(self.values)

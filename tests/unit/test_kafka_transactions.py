@@ -14,7 +14,6 @@ from hotstandby.adapters.kafka.producer.state import ProducerState, Record
 from hotstandby.adapters.kafka.producer.transactions import Transactions
 from hotstandby.configcenter.documents import ClusterSpec, Route
 from hotstandby.failover.client_options import ClientOptions
-from hotstandby.failover.identity import RecordId
 from hotstandby.failover.switch_protocol import SwitchPlan
 from tests.support import capture_logs
 
@@ -79,8 +78,8 @@ def record(seq: int, reports: list[tuple[str | None, bytes]]) -> Record:
     def report(err: KafkaError | None, msg: Any) -> None:
         reports.append((err.name() if err else None, msg.value()))
 
-    return Record(topic="t", partition=0, key=None, value=f"v{seq}".encode(), headers=[], timestamp=1,
-                   rid=RecordId(bytes(16), 0, seq), on_delivery=report, size=2)  # fmt: skip
+    return Record(topic="t", partition=0, key=None, value=f"v{seq}".encode(), headers=(), timestamp=1,
+                   sequence=seq, on_delivery=report, size=2)  # fmt: skip
 
 
 def switch(txns: Transactions, producer: FakeProducer, new: Raw) -> None:

@@ -12,6 +12,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from hotstandby.adapters.kafka import arguments
 from hotstandby.adapters.kafka.arguments import batch_arguments
+from hotstandby.adapters.kafka.producer.sending import Sender
 from hotstandby.adapters.kafka.producer.state import ProducerState
 from hotstandby.adapters.kafka.producer.transactions import NO_OFFSETS, Transactions
 from hotstandby.adapters.kafka.surface import HANDLE_CLOSED, DeliveryCallback, not_supported
@@ -26,6 +27,7 @@ class ProducerExtras:
 
     _s: ProducerState
     _transactions: Transactions
+    _sender: Sender
 
     produce: Callable[..., None]
 
@@ -38,11 +40,15 @@ class ProducerExtras:
         """Serve delivery callbacks; returns how many were served."""
         arguments.timeout(timeout)
         if timeout == 0:  # the usual call after each produce(): nothing to wait for, no slices
-            return int(self._s.inner.poll(0))
+            poll = self._s.inner.poll  # first: a closed producer raises
+            served = self._sender.served(poll, 0)
+            self._sender.settle()
+            return served
         served = 0
         for wait in wait_slices(timeout):
             poll = self._s.inner.poll
-            served += self._s.interrupts.serve(poll, wait)
+            served += self._sender.served(poll, wait)
+            self._sender.settle()
             if served:
                 return served
         return served
@@ -52,7 +58,8 @@ class ProducerExtras:
         arguments.timeout(timeout)
         for wait in wait_slices(timeout):
             flush = self._s.inner.flush  # first: a closed producer raises
-            self._s.interrupts.serve(flush, wait)
+            self._sender.served(flush, wait)
+            self._sender.settle()
             if not self._s.outbox.pending:
                 break
         return 0 if self._s.closed else self._s.outbox.pending  # as len(producer)
@@ -96,6 +103,8 @@ class ProducerExtras:
             try:
                 self._s.inner.purge(in_queue=in_queue, in_flight=in_flight, blocking=blocking)
                 self._s.inner.poll(0)
+                if self._s.quiet is not None:  # no report tells which went: all are given up
+                    self._s.outbox.forget(record.slot for record in self._s.quiet.rest())
             finally:
                 self._s.user_purge = False
 

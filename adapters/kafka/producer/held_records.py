@@ -58,6 +58,6 @@ def still_held(target: ClusterSpec, slots: Mapping[Slot, tuple[int, int]], *, ti
     def held(stored: Stored) -> bool:
         # By offset too: a record acknowledged there before may enter the window after the check.
         low, high = logs.get((stored.topic, stored.partition), (0, 0))
-        return stored.cluster == name and low <= stored.offset < high
+        return stored.cluster == name and low <= stored.lowest and stored.offset < high
 
     return held

@@ -21,12 +21,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from confluent_kafka import KafkaException
 from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.adapter import ADAPTER
 from hotstandby.adapters.kafka.client_logs import with_logger
+from hotstandby.adapters.kafka.producer.expiry import Expiry
 from hotstandby.adapters.kafka.producer.extras import ProducerExtras
 from hotstandby.adapters.kafka.producer.partition_counts import PartitionCounts
+from hotstandby.adapters.kafka.producer.quiet import QuietConnection, QuietRuns, is_fatal, quiet_allowed
 from hotstandby.adapters.kafka.producer.sending import DEFAULT_MESSAGE_TIMEOUT_MS, Sender
 from hotstandby.adapters.kafka.producer.state import CLOSED, ProducerState, Record
 from hotstandby.adapters.kafka.producer.switch import ProducerSwitch
@@ -43,7 +46,7 @@ from hotstandby.configcenter import ConfigCenter
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.client_options import ClientOptions
 from hotstandby.failover.follower import RouteClient, RouteFollower
-from hotstandby.failover.identity import HEADER, RecordId, new_session
+from hotstandby.failover.identity import HEADER, id_prefix, new_session, with_sequence
 from hotstandby.failover.partitioner import Partitioner
 from hotstandby.failover.switch_events import ClientCounts
 from hotstandby.failover.switch_gate import SwitchGate
@@ -85,14 +88,19 @@ class Producer(ProducerExtras, RouteClient):
         )
         self._follower = RouteFollower(self.options, "kafka", role="producer", center=center)
         self._session = self.options.producer_session or new_session()
-        self._sequences: dict[tuple[str, int], int] = {}
+        # Per (topic, partition): the next sequence, and what its identities start with.
+        self._numbering: dict[tuple[str, int], list[Any]] = {}
         self._partitioner = Partitioner(self.options.partitioner or ADAPTER.default_partitioner)
         # Kept across switches: a replicated topic has the same partitions on every cluster.
         self._partition_counts = PartitionCounts(
             int_setting(raw_config, "topic.metadata.propagation.max.ms", _DEFAULT_PROPAGATION_MS)
         )
+        if quiet_allowed(raw_config, self._on_delivery is not None):
+            s.quiet = QuietRuns()
+            if s.message_timeout_ms > 0:
+                s.expiry = Expiry(s.message_timeout_ms)
         self._s = s
-        self._sender = Sender(s, only_errors=only_errors)
+        self._sender = Sender(s, only_errors=only_errors, connect=self._connect)
         self._transactions = Transactions(s, self._sender.replay, "transactional.id" in raw_config)
         self._switch = ProducerSwitch(s, self._sender, self._transactions, self._connect)
         s.inner = self._join(self._connect, self._switch, SwitchGate(s.lock), lambda: ClientCounts(resent=s.resent))
@@ -136,7 +144,8 @@ class Producer(ProducerExtras, RouteClient):
         kbytes = int_setting(config, "queue.buffering.max.kbytes", _DEFAULT_MAX_KBYTES)
         config["queue.buffering.max.messages"] = min(_MAX_QUEUE, 2 * s.max_pending)
         config["queue.buffering.max.kbytes"] = min(_MAX_KBYTES, kbytes + self.options.replay_window_bytes // 1024 + 1)
-        return RawProducer(s.interrupts.logging(with_logger(config)))
+        config = s.interrupts.logging(with_logger(config))
+        return QuietConnection(config) if s.quiet is not None else RawProducer(config)
 
     # -- producing ------------------------------------------------------------------------
 
@@ -156,35 +165,52 @@ class Producer(ProducerExtras, RouteClient):
         if s.closed:
             raise RuntimeError("Producer has been closed")
         key_b, value_b, header_list = as_bytes(key, 3), as_bytes(value, 2), headers_list(headers)
+        report = on_delivery if on_delivery is not None else callback if callback is not None else self._on_delivery
         with s.lock:
             if s.outbox.own_pending >= s.max_pending:
                 raise BufferError("Local: Queue full")
-            txn = self._transactions.for_record()  # before a sequence is taken: a refused record leaves no gap
+            # Before a sequence is taken: a refused record leaves no gap.
+            txn = self._transactions.for_record() if self._transactions.enabled else None
             if partition < 0:
                 partition = self._partitioner.partition(topic, key_b, self._partition_counts.get(s.inner, topic))
-            seq = self._sequences.get((topic, partition), 0)
-            self._sequences[(topic, partition)] = seq + 1
-            rid = RecordId(self._session, partition, seq)
+            slot = (topic, partition)
+            numbering = self._numbering.get(slot)
+            if numbering is None:
+                numbering = self._numbering[slot] = [0, id_prefix(self._session, partition)]
+            seq = numbering[0]
+            numbering[0] = seq + 1
             record = Record(
-                topic=topic,
-                partition=partition,
-                key=key_b,
-                value=value_b,
-                headers=[*header_list, (HEADER, rid.encode())],
+                topic,
+                partition,
+                key_b,
+                value_b,
+                (*header_list, (HEADER, with_sequence(numbering[1], seq))),
                 # A fixed timestamp, so a re-sent copy carries the original one.
-                timestamp=timestamp or int(time.time() * 1000),
-                rid=rid,
-                on_delivery=(
-                    on_delivery if on_delivery is not None else callback if callback is not None else self._on_delivery
-                ),
-                size=len(key_b or b"") + len(value_b or b""),
-                txn=txn,
+                timestamp or int(time.time() * 1000),
+                seq,
+                report,
+                len(key_b or b"") + len(value_b or b""),
+                txn,
             )
-            try:
-                self._sender.send(record, wait_s=0.0)
-            except BufferError:
-                self._sequences[(topic, partition)] = seq  # not sent: the sequence stays free
-                raise
+            for attempt in range(2):
+                try:
+                    if report is None and txn is None and s.quiet is not None:
+                        self._sender.send_quiet(record)
+                    else:
+                        self._sender.send(record, wait_s=0.0)
+                        if s.expiry is not None and report is not None:
+                            s.expiry.watch(record)
+                    break
+                except BufferError:
+                    numbering[0] = seq  # not sent: the sequence stays free
+                    raise
+                except KafkaException as exc:
+                    # A quiet producer's connection failed for good: a new one takes over, once.
+                    if attempt or s.quiet is None or not is_fatal(exc):
+                        numbering[0] = seq
+                        raise
+                    s.quiet_failed = True
+                    self._sender.reconnect(at_once=True)
             s.outbox.add(record.slot, record)
             if txn is not None:
                 txn.records.append(record)
@@ -193,7 +219,10 @@ class Producer(ProducerExtras, RouteClient):
 
     def __len__(self) -> int:
         """Records not acknowledged yet (across switches); 0 once closed, as confluent-kafka's."""
-        return 0 if self._s.closed else self._s.outbox.pending
+        if self._s.closed:
+            return 0
+        self._sender.settle()
+        return self._s.outbox.pending
 
     def __bool__(self) -> bool:
         """Always true, as confluent-kafka's Producer (which has a length too)."""

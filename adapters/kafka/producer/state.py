@@ -11,7 +11,6 @@ a switch's re-send.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Producer as RawProducer
@@ -20,10 +19,11 @@ from hotstandby.adapters.kafka.producer.callback_interrupts import CallbackInter
 from hotstandby.adapters.kafka.surface import HANDLE_CLOSED, DeliveryCallback
 from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.client_options import ClientOptions
-from hotstandby.failover.identity import RecordId
 from hotstandby.failover.outbox import Outbox
 
 if TYPE_CHECKING:
+    from hotstandby.adapters.kafka.producer.expiry import Expiry
+    from hotstandby.adapters.kafka.producer.quiet import QuietRuns
     from hotstandby.adapters.kafka.producer.transactions import Txn
 
 __all__ = ["CLOSED", "ProducerState", "Record"]
@@ -31,25 +31,51 @@ __all__ = ["CLOSED", "ProducerState", "Record"]
 _HANDLE_METHODS = frozenset({"list_topics", "cluster_id", "set_sasl_credentials"})
 
 
-@dataclass(eq=False, slots=True)
 class Record:
-    """A record the producer took, as it is sent (and sent again) to any cluster."""
+    """A record the producer took, as it is sent (and sent again) to any cluster: its headers
+    are the application's with the record's ``hs-id`` last, in a tuple (the garbage collector
+    stops tracking a tuple of strings and bytes; a replay window holds many records)."""
 
-    topic: str
-    partition: int
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, str | bytes | None]]
-    timestamp: int
-    rid: RecordId
-    on_delivery: DeliveryCallback | None
-    size: int
-    reported: bool = False
-    txn: Txn | None = None  # the application's transaction it was produced in
-    slot: tuple[str, int, int] = ("", 0, 0)  # its key in the outbox: (topic, partition, sequence)
+    __slots__ = (
+        "headers",
+        "key",
+        "on_delivery",
+        "partition",
+        "reported",
+        "sequence",
+        "size",
+        "slot",
+        "timestamp",
+        "topic",
+        "txn",
+        "value",
+    )  # fmt: skip
 
-    def __post_init__(self) -> None:
-        self.slot = (self.topic, self.partition, self.rid.sequence)
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: tuple[tuple[str, str | bytes | None], ...],
+        timestamp: int,
+        sequence: int,
+        on_delivery: DeliveryCallback | None,
+        size: int,
+        txn: Txn | None = None,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.timestamp = timestamp
+        self.sequence = sequence  # the hs-id's sequence in its partition
+        self.on_delivery = on_delivery
+        self.size = size
+        self.txn = txn  # the application's transaction it was produced in
+        self.reported = False
+        self.slot = (topic, partition, sequence)  # its key in the outbox
 
 
 class _Closed:
@@ -84,6 +110,14 @@ class ProducerState:
         self.trimmed = 0  # window records not re-sent: replication had copied them
         self.held = 0  # window records not re-sent: the new cluster held them from before
         self.switches = 0
+        # Records produced without a callback, acknowledged through markers (quiet); None when
+        # every record carries its own report.
+        self.quiet: QuietRuns | None = None
+        # The application's message timeout for records with a callback, when the raw producer
+        # runs without one (quiet).
+        self.expiry: Expiry | None = None
+        self.quiet_failed = False  # a marker of the connection in use failed: nothing is settled
+        self.fatal: str | None = None  # the connection in use had a fatal error (error_cb)
 
     def close(self) -> None:
         """Closed: the raw producer is released and every call refused (lock held)."""
@@ -96,6 +130,7 @@ class ProducerState:
         state = cls.__new__(cls)
         state.closed, state.inner = True, _Closed()  # type: ignore[assignment]
         state.outbox = Outbox(0, 0)
+        state.quiet = state.expiry = None
         return state
 
 

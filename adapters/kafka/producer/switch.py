@@ -14,8 +14,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
+from confluent_kafka import KafkaException
 from confluent_kafka import Producer as RawProducer
 
 from hotstandby.adapters.kafka.mm2.replication_progress import read_positions
@@ -92,6 +94,9 @@ class ProducerSwitch:
         try:
             with s.lock:
                 s.generation += 1
+                if s.quiet is not None:  # its records are pending: the replay sends them, each reported
+                    s.quiet.clear()
+                    s.quiet_failed = False
                 self._old = s.inner
                 self._old.purge(in_queue=True, in_flight=True, blocking=False)
                 s.inner, s.spec = new, plan.destination
@@ -121,7 +126,10 @@ class ProducerSwitch:
         old, self._old = self._old, None
         closable = self._transactions.resume(old, plan)
         if old is not None:
-            old.poll(0)  # callbacks of the old client are ignored (older generation)
+            # Callbacks of the old client are ignored (older generation). Purging what it had in
+            # flight is a gap: under the gapless guarantee (quiet) it raises its fatal error here.
+            with contextlib.suppress(KafkaException):
+                old.poll(0)
             if closable:
                 old.close()  # nothing is left in it (purged): it stops reconnecting to the old cluster
 

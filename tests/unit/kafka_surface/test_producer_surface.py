@@ -208,3 +208,29 @@ def test_produce_batch_queues_each_message(producers: tuple[Any, Producer]) -> N
 
 
 # -- consuming ------------------------------------------------------------------------------
+
+
+def test_a_record_with_a_callback_times_out_as_confluent_kafkas_also_without_one_of_its_own(
+    center: ConfigCenter,
+) -> None:
+    """Records produced without a callback are acknowledged quietly (the raw producer runs
+    without a message timeout); a record with one still hears ``_MSG_TIMED_OUT`` after
+    ``message.timeout.ms``, once, as with confluent-kafka; the quiet ones stay pending."""
+    settings = {"message.timeout.ms": 1000}
+    raw = confluent_kafka.Producer({**RAW, **settings})
+    facade = Producer({**ROUTE, **settings}, center=center)
+    heard: dict[str, list[tuple[str, bytes]]] = {"raw": [], "facade": []}
+    try:
+        for name, client in (("raw", raw), ("facade", facade)):
+            client.produce("t", b"quiet", partition=0)
+            client.produce("t", b"told", partition=0,
+                           on_delivery=lambda err, msg, n=name: heard[n].append((err.name(), msg.value())))  # fmt: skip
+        for client in (raw, facade):
+            client.flush(2)
+        assert heard["raw"] == heard["facade"] == [("_MSG_TIMED_OUT", b"told")]
+        assert len(facade) == 1, "the facade keeps the record without a callback (the raw one dropped it)"
+        facade.purge()
+        assert len(facade) == 0, "purged: given up, as the application asked"
+    finally:
+        raw.close(0)
+        facade.close(0)
