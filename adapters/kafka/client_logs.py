@@ -19,6 +19,18 @@ __all__ = ["LIBRDKAFKA_LOGGER", "with_logger"]
 
 LIBRDKAFKA_LOGGER = logging.getLogger("hotstandby.librdkafka")
 
+# Warnings about settings the SDK itself chose, on every raw client it makes: not news.
+_CHOSEN = ("Configuration property enable.gapless.guarantee is experimental",)
+
+
+class _ChosenSettings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(chosen in message for chosen in _CHOSEN)
+
+
+LIBRDKAFKA_LOGGER.addFilter(_ChosenSettings())
+
 
 def with_logger(config: Mapping[str, Any], kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``config`` with the SDK's logger, unless it or ``kwargs`` names one."""

@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from hotstandby.adapters.kafka import Producer
 from hotstandby.configcenter import ConfigCenter
+from hotstandby.configcenter.documents import ClusterSpec
 from hotstandby.failover.identity import HEADER, RecordId
 from hotstandby.refcluster import RefCluster
 from tests.integration.kafka_helpers import create_topic, read_all, route_config
@@ -19,6 +20,15 @@ from tests.support import capture_logs
 
 # Part of the real-broker tier: the same test on both reference clusters.
 pytestmark = pytest.mark.apache
+
+
+def _compacted_topic(rc: RefCluster) -> tuple[str, ClusterSpec]:
+    """A new compacted topic of one partition on kafka-a: it refuses a record without a key."""
+    topic = f"compact-{uuid.uuid4().hex[:8]}"
+    spec = rc.cluster_spec("kafka-a")
+    admin = AdminClient({**spec.client_config("admin"), "bootstrap.servers": spec.url})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result(10)
+    return topic, spec
 
 
 def test_records_produced_without_callbacks_are_placed_by_markers_and_survive_a_killed_primary(
@@ -67,10 +77,7 @@ def test_a_record_refused_for_good_without_a_callback_is_dropped_loudly_and_the_
     """Under the gapless guarantee a refused record is fatal for the raw producer: the SDK
     connects again to the same cluster, sends the pending records again (each with a report),
     logs the refused one, and keeps producing, where confluent-kafka would drop it silently."""
-    topic = f"compact-{uuid.uuid4().hex[:8]}"
-    spec = refcluster.cluster_spec("kafka-a")
-    admin = AdminClient({**spec.client_config("admin"), "bootstrap.servers": spec.url})
-    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[topic].result(10)
+    topic, spec = _compacted_topic(refcluster)
     producer = Producer(route_config(refcluster, namespace))
     try:
         with capture_logs() as logs:
@@ -88,3 +95,27 @@ def test_a_record_refused_for_good_without_a_callback_is_dropped_loudly_and_the_
     assert stored == {f"v{i}".encode() for i in range(200)}
     events = [e["event"] for e in logs]
     assert "producer.reconnected" in events and "producer.record_refused" in events, events
+
+
+@pytest.mark.real_tier_only  # the lite broker takes a record without a key on a compacted topic
+def test_connections_that_keep_failing_turn_the_quiet_path_off(
+    refcluster: RefCluster, center: ConfigCenter, namespace: str
+) -> None:
+    """Three connections in a row that fail before storing anything (here: each is given a
+    record the broker refuses) and the producer reports every record from then on, on a raw
+    producer with the application's own settings; it keeps producing."""
+    topic, spec = _compacted_topic(refcluster)
+    producer = Producer(route_config(refcluster, namespace))
+    try:
+        with capture_logs() as logs:
+            for _ in range(3):
+                producer.produce(topic, value=b"no key")
+                assert producer.flush(30) == 0
+            assert producer._s.quiet is None, [e["event"] for e in logs]
+            for i in range(50):
+                producer.produce(topic, key=f"k{i}", value=f"v{i}")
+            assert producer.flush(30) == 0
+    finally:
+        producer.close()
+    assert {m.value() for m in read_all(spec, topic, 0)} == {f"v{i}".encode() for i in range(50)}
+    assert [e["event"] for e in logs].count("producer.quiet_off") == 1

@@ -27,6 +27,7 @@ seldom = Seldom(log)
 DEFAULT_MESSAGE_TIMEOUT_MS = 300_000  # librdkafka's message.timeout.ms default
 _PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
 _RECONNECT_EVERY_S = 1.0  # at most one new connection after a fatal error per this time
+_QUIET_TRIES = 3  # connections that fail in a row before the producer reports every record
 
 
 class Sender:
@@ -39,6 +40,7 @@ class Sender:
         self._only_errors = only_errors  # delivery.report.only.error: successes are not reported
         self._connect = connect
         self._reconnected_at = -_RECONNECT_EVERY_S
+        self._failed_in_a_row = 0  # connections replaced since a record was last stored
 
     def send(self, record: Record, *, wait_s: float) -> None:
         """Hand a record to the current client; waits up to ``wait_s`` for room in its queue."""
@@ -123,6 +125,13 @@ class Sender:
             if not at_once and time.monotonic() < self._reconnected_at + _RECONNECT_EVERY_S:
                 return  # polling a cluster that fails every connection does not hammer it
             self._reconnected_at = time.monotonic()
+            self._failed_in_a_row += 1
+            if self._failed_in_a_row >= _QUIET_TRIES:
+                # Every new connection failed before storing anything (a broker or an ACL that
+                # refuses idempotent producers): every record takes its own report from now on.
+                log.warning("producer.quiet_off", cluster=s.spec.name, connections_failed=self._failed_in_a_row,
+                            reason=getattr(s.inner, "fatal", None) or "a report failed")  # fmt: skip
+                s.quiet = s.expiry = None
             new = self._connect(s.spec)
             s.generation += 1
             old, s.inner = s.inner, new
@@ -168,6 +177,7 @@ class Sender:
                                   note="records without a report kept pending: a switch sends them again")  # fmt: skip
                     s.quiet_failed = True
                     return
+                self._failed_in_a_row = 0
                 offset = msg.offset()
                 records, low = s.quiet.through(marker, offset if offset is not None and offset >= 0 else 0)
                 stored = (
@@ -208,6 +218,7 @@ class Sender:
             if purged and (record.txn is None or not record.txn.aborting):
                 return  # purged by the SDK (a replay's transaction aborted): sent again, not reported
             if err is None:
+                self._failed_in_a_row = 0
                 # A report without an offset proves nothing about replication: never trimmed.
                 offset = msg.offset()
                 stored = (

@@ -234,3 +234,37 @@ def test_a_record_with_a_callback_times_out_as_confluent_kafkas_also_without_one
     finally:
         raw.close(0)
         facade.close(0)
+
+
+def test_the_warning_about_the_gapless_guarantee_the_sdk_chose_is_not_logged(center: ConfigCenter) -> None:
+    """librdkafka warns that ``enable.gapless.guarantee`` is experimental on every producer
+    made with it; the SDK chose it (a producer without callbacks), so it is not passed on."""
+    import logging
+
+    from hotstandby.adapters.kafka.client_logs import LIBRDKAFKA_LOGGER
+
+    heard: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            heard.append(record.getMessage())
+
+    handler, level = Keep(), LIBRDKAFKA_LOGGER.level
+    LIBRDKAFKA_LOGGER.addHandler(handler)
+    LIBRDKAFKA_LOGGER.setLevel(logging.DEBUG)
+    try:
+        raw = confluent_kafka.Producer({**RAW, "enable.idempotence": True, "enable.gapless.guarantee": True,
+                                        "logger": logging.getLogger("tests.raw")})  # fmt: skip
+        logging.getLogger("tests.raw").addHandler(handler)
+        raw.poll(0.1)
+        said, heard[:] = list(heard), []
+        assert any("enable.gapless.guarantee is experimental" in line for line in said), said
+        facade = Producer(ROUTE, center=center)
+        facade.poll(0.1)
+        assert not any("gapless" in line for line in heard), heard
+        facade.close(0)
+        raw.close(0)
+    finally:
+        LIBRDKAFKA_LOGGER.removeHandler(handler)
+        LIBRDKAFKA_LOGGER.setLevel(level)
+        logging.getLogger("tests.raw").removeHandler(handler)
