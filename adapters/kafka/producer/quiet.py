@@ -166,15 +166,13 @@ class QuietConnection(RawProducer):
 
     # confluent-kafka raises a fatal error once, from whichever of these serves it first (no
     # error_cb): each notes it, so that nothing settles records that connection may have lost.
+    # (produce() is not wrapped: it runs per record, and the producer's own produce notes it.)
 
     def poll(self, timeout: float = -1) -> int:
         return int(self._noting(super().poll, timeout))
 
     def flush(self, timeout: float = -1) -> int:
         return int(self._noting(super().flush, timeout))
-
-    def produce(self, *args: Any, **kwargs: Any) -> None:
-        self._noting(super().produce, *args, **kwargs)
 
     def _noting(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:

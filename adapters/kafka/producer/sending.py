@@ -143,10 +143,11 @@ class Sender:
                         reason=getattr(old, "fatal", None) or "a report failed")  # fmt: skip
             self.replay(new, records)
             s.resent += len(records)
-        with contextlib.suppress(Exception):  # a producer that failed for good may refuse these
-            old.purge(in_queue=True, in_flight=True, blocking=False)
-            old.poll(0)  # its reports are ignored (older generation)
-            old.close()
+        # A producer that failed for good may refuse each of these; its reports are ignored
+        # (older generation), and it is closed whatever the others did.
+        for step in (lambda: old.purge(in_queue=True, in_flight=True, blocking=False), lambda: old.poll(0), old.close):
+            with contextlib.suppress(Exception):
+                step()
 
     def _expire(self) -> None:
         s = self._s
@@ -170,21 +171,22 @@ class Sender:
                     return  # from a connection given up in a switch: its records were sent again
                 if err is not None:
                     # Under the gapless guarantee a failure is fatal for the connection: what was
-                    # sent on it stays pending, and a switch sends it again.
+                    # sent on it stays pending, and a new connection sends it again (settle).
                     if not s.quiet_failed:  # once per connection
                         log.error("producer.report_failed", cluster=s.spec.name, topic=marker.topic,
                                   partition=marker.partition, error=err.str(),
-                                  note="records without a report kept pending: a switch sends them again")  # fmt: skip
+                                  note="records without a report are sent again on a new connection")  # fmt: skip
                     s.quiet_failed = True
                     return
                 self._failed_in_a_row = 0
                 offset = msg.offset()
-                records, low = s.quiet.through(marker, offset if offset is not None and offset >= 0 else 0)
+                # A report without an offset places nothing: the records enter the window without one.
+                at = offset if offset is not None and offset >= 0 else None
+                records, low = s.quiet.through(marker, 0 if at is None else at)
                 stored = (
-                    Stored(s.spec.name, marker.topic, marker.partition, offset, int(time.time() * 1000), offset - low)
-                    if offset is not None and offset >= 0
-                    else None
-                )
+                    None if at is None
+                    else Stored(s.spec.name, marker.topic, marker.partition, at, int(time.time() * 1000), at - low)
+                )  # fmt: skip
                 acknowledged = s.outbox.acknowledged
                 for record in records:
                     acknowledged(record.slot, record.size, stored)
