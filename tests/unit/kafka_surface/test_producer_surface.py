@@ -15,6 +15,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from hotstandby.adapters.kafka import Consumer, Producer
 from hotstandby.configcenter import ConfigCenter
+from tests.support import wait_for
 from tests.unit.kafka_surface.support import PRODUCER_CALLS, RAW, ROUTE, outcome, same
 
 # -- construction ---------------------------------------------------------------------------
@@ -225,8 +226,8 @@ def test_a_record_with_a_callback_times_out_as_confluent_kafkas_also_without_one
             client.produce("t", b"quiet", partition=0)
             client.produce("t", b"told", partition=0,
                            on_delivery=lambda err, msg, n=name: heard[n].append((err.name(), msg.value())))  # fmt: skip
-        for client in (raw, facade):
-            client.flush(2)
+        wait_for(lambda: [c.poll(0.1) for c in (raw, facade)] and heard["raw"] and heard["facade"], 15,
+                 "both timeouts reported")  # fmt: skip
         assert heard["raw"] == heard["facade"] == [("_MSG_TIMED_OUT", b"told")]
         assert len(facade) == 1, "the facade keeps the record without a callback (the raw one dropped it)"
         facade.purge()
